@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox"
+	"github.com/nanosandbox/nanosandbox-mcp/internal/server"
+)
+
+const name = "nanosandbox-mcp"
+
+// Exit codes. A command run with "-- CMD" exits with its own status instead,
+// or 128+N when signal N ended it, and the shell's 126/127 when it could not
+// start.
+const (
+	exitOK       = 0
+	exitRuntime  = 1   // the machine cannot hold the policy, or serving failed
+	exitUsage    = 2   // a bad flag or argument
+	exitTimedOut = 124 // the one-shot command hit --timeout (as timeout(1))
+	exitSetup    = 125 // the sandbox could not be built for the one-shot command
+	exitNoExec   = 126
+	exitNotFound = 127
+)
+
+// usageError is a bad command line: exit 2 with an error and a hint.
+type usageError struct{ msg, hint string }
+
+func (e *usageError) Error() string { return e.msg }
+
+type flags struct {
+	workspace     string
+	readOnly      []string
+	writable      []string
+	env           []string
+	timeout       time.Duration
+	maxOutput     sizeValue
+	maxConcurrent int
+	check         bool
+	version       bool
+	help          bool
+	set           *pflag.FlagSet
+}
+
+func newFlags() *flags {
+	f := &flags{set: pflag.NewFlagSet(name, pflag.ContinueOnError)}
+	fs := f.set
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.workspace, "workspace", "", "working directory of every command, and the only place it can write (required)")
+	fs.StringArrayVar(&f.readOnly, "read-only", nil, "also let commands read PATH, shown again if hidden; inside a writable path it is read-only again (repeatable)")
+	fs.StringArrayVar(&f.writable, "writable", nil, "also let commands read and write PATH (repeatable)")
+	fs.StringArrayVar(&f.env, "env", nil, "pass variable NAME (its value here) or NAME=VALUE to commands (repeatable)")
+	fs.DurationVar(&f.timeout, "timeout", policy.DefaultTimeout, "wall-clock limit of one command; its whole process tree is killed; 0 for none")
+	f.maxOutput = sizeValue(policy.DefaultMaxOutputBytes)
+	fs.Var(&f.maxOutput, "max-output", "output returned per stream (stdout, stderr); the head and tail are kept")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent", policy.DefaultMaxConcurrent, "commands running at once; more calls wait")
+	fs.BoolVar(&f.check, "check", false, "say what this machine enforces and whether the policy holds, then exit (0 only if it holds)")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	fs.BoolVarP(&f.help, "help", "h", false, "print this help and exit")
+	return f
+}
+
+// sizeValue is a pflag value read with policy.ParseSize.
+type sizeValue int64
+
+func (s *sizeValue) String() string { return policy.FormatSize(int64(*s)) }
+func (s *sizeValue) Type() string   { return "SIZE" }
+func (s *sizeValue) Set(v string) error {
+	n, err := policy.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeValue(n)
+	return nil
+}
+
+// Main runs the command line args and returns the exit code.
+func Main(ctx context.Context, version string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f := newFlags()
+	err := f.set.Parse(args)
+	if err != nil {
+		return fail(stderr, &usageError{msg: err.Error(), hint: "run " + name + " --help for every option"})
+	}
+	switch {
+	case f.help:
+		fmt.Fprint(stdout, usage(f))
+		return exitOK
+	case f.version:
+		fmt.Fprintf(stdout, "%s %s\n", name, version)
+		return exitOK
+	}
+	var command []string
+	if dash := f.set.ArgsLenAtDash(); dash >= 0 {
+		if dash > 0 {
+			return fail(stderr, &usageError{msg: fmt.Sprintf("unexpected argument %q", f.set.Args()[0]), hint: "to run one command, put it after --: " + name + " --workspace DIR -- CMD [ARG...]"})
+		}
+		command = f.set.Args()
+		if len(command) == 0 {
+			return fail(stderr, &usageError{msg: "no command after --", hint: "name the command to run: " + name + " --workspace DIR -- CMD [ARG...]"})
+		}
+	} else if len(f.set.Args()) > 0 {
+		return fail(stderr, &usageError{msg: fmt.Sprintf("unexpected argument %q", f.set.Args()[0]), hint: "to run one command, put it after --: " + name + " --workspace DIR -- CMD [ARG...]"})
+	}
+	if f.check && command != nil {
+		return fail(stderr, &usageError{msg: "--check runs no command", hint: "drop --check, or the command after --"})
+	}
+
+	caps := sandbox.Probe()
+	if f.check {
+		return check(f, caps, stdout, stderr)
+	}
+	if r := caps.Refusal(); r != nil {
+		return fail(stderr, r)
+	}
+	pol, err := buildPolicy(f, command != nil)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	sb, err := sandbox.New(pol, caps)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if command != nil {
+		return runOnce(ctx, sb, pol, command, stdin, stdout, stderr)
+	}
+	return serve(ctx, sb, pol, version, stdin, stdout, stderr)
+}
+
+// buildPolicy turns the flags into a checked policy.
+func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
+	o := policy.Options{
+		Workspace:      f.workspace,
+		ReadOnly:       f.readOnly,
+		Writable:       f.writable,
+		Env:            f.env,
+		Timeout:        f.timeout,
+		NoTimeout:      f.timeout == 0 || oneShot && !f.set.Changed("timeout"),
+		MaxOutputBytes: int(f.maxOutput),
+		MaxConcurrent:  f.maxConcurrent,
+		HostEnv:        os.Environ(),
+	}
+	if f.timeout < 0 {
+		o.NoTimeout = false
+	}
+	if int64(f.maxOutput) > policy.MaxMaxOutputBytes {
+		o.MaxOutputBytes = policy.MaxMaxOutputBytes + 1 // reported as out of range
+	}
+	if f.maxConcurrent == 0 {
+		o.MaxConcurrent = -1 // reported as out of range
+	}
+	if u, err := user.Current(); err == nil {
+		o.User = u.Username
+		o.Home = u.HomeDir
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		o.Home = h
+	}
+	if c, err := os.UserCacheDir(); err == nil {
+		o.StateDir = filepath.Join(c, name)
+	}
+	if f.workspace != "" {
+		o.GitName, o.GitEmail = gitIdentity(f.workspace)
+	}
+	return policy.New(o)
+}
+
+// gitIdentity reads user.name and user.email as git would for the
+// workspace, so commits made inside the sandbox carry the user's identity
+// without the rest of ~/.gitconfig (which can hold tokens).
+func gitIdentity(dir string) (name, email string) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return "", ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, git, "config", "--get-regexp", `^user\.(name|email)$`)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.Output()
+	if err != nil && len(out) == 0 {
+		return "", ""
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch strings.ToLower(k) {
+		case "user.name":
+			name = v
+		case "user.email":
+			email = v
+		}
+	}
+	return name, email
+}
+
+// fail prints err for the person launching the server and returns its exit
+// code: 2 for a usage error, 1 otherwise.
+func fail(stderr io.Writer, err error) int {
+	var ue *usageError
+	var fe *policy.FlagError
+	var r *sandbox.Refusal
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, ue.msg, name, ue.hint)
+		return exitUsage
+	case errors.As(err, &fe):
+		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, fe.Error(), name, fe.Hint)
+		return exitUsage
+	case errors.As(err, &r):
+		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, r.Cause, name, r.Fix)
+		return exitRuntime
+	default:
+		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, err, name, "run "+name+" --check --workspace DIR to see which layer fails")
+		return exitRuntime
+	}
+}
+
+// runOnce runs one command in the sandbox with the terminal's stdio and
+// exits with its status. Signals to this process are passed on to it.
+func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, command []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	res, err := sb.Run(ctx, &sandbox.Command{
+		Path:    command[0],
+		Args:    command[1:],
+		Stdin:   stdin,
+		Stdout:  stdout,
+		Stderr:  stderr,
+		Timeout: pol.Timeout,
+		Signals: sigs,
+	})
+	var se *sandbox.StartError
+	var setup *sandbox.SetupError
+	switch {
+	case errors.As(err, &se):
+		fmt.Fprintf(stderr, "%s: error: %s\n", name, se)
+		if se.NotFound {
+			return exitNotFound
+		}
+		return exitNoExec
+	case errors.As(err, &setup):
+		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: run %s --check --workspace DIR to see which layer fails\n", name, setup, name, name)
+		return exitSetup
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: error: %s\n", name, err)
+		return exitSetup
+	case res.TimedOut:
+		fmt.Fprintf(stderr, "%s: error: timed out after %s; every process of the command was killed\n", name, pol.Timeout)
+		return exitTimedOut
+	case res.SignalNo != 0:
+		return 128 + res.SignalNo
+	}
+	return res.ExitCode
+}
+
+// serve speaks MCP on stdin and stdout until stdin ends or a signal asks to
+// stop, then kills every running command before returning.
+func serve(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if err := server.Serve(ctx, sb, pol, version, stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "%s: error: %s\n", name, err)
+		return exitRuntime
+	}
+	return exitOK
+}

@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+)
+
+func usage(f *flags) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `%[1]s: an MCP server whose one tool, run_command, runs programs in a sandbox.
+
+Usage:
+  %[1]s --workspace DIR [options]                  serve MCP on stdin and stdout
+  %[1]s --workspace DIR [options] -- CMD [ARG...]  run one command in the same sandbox
+  %[1]s --check [--workspace DIR] [options]        say what this machine enforces
+  %[1]s --version | --help
+
+Commands can write only in the workspace, the --writable paths and a private
+/tmp; they read the rest of the system, minus your home directory, credential
+files and host /tmp. They have no network, no capabilities, and see only their
+own processes. .git hooks and config in the workspace stay read-only.
+
+Options:
+`, name)
+	b.WriteString(f.set.FlagUsagesWrapped(100))
+	fmt.Fprintf(&b, `
+Sizes take B, KiB, MiB or GiB; durations take s, m or h (50s, 2m).
+A one-shot command (after --) has no time limit unless --timeout is given, and
+exits with its own status (128+N for signal N, 127 not found, 126 not
+executable, 125 sandbox setup failed, 124 timed out).
+
+Linux needs Landlock (kernel 5.13+) and user namespaces; macOS is not supported
+yet; Windows is refused.
+`)
+	return b.String()
+}

@@ -1,0 +1,41 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Describe tells the model the effective policy in a few lines, so it does
+// not have to probe.
+func (p *Policy) Describe() string {
+	var b strings.Builder
+	b.WriteString("Runs one program inside a sandbox and returns its exit status and output. ")
+	b.WriteString("There is no shell unless you run one: command \"sh\" with args [\"-c\", \"...\"].\n")
+
+	fmt.Fprintf(&b, "Working directory %s; writable: it", p.Workspace)
+	for _, g := range p.Grants[1:] {
+		if g.Writable {
+			fmt.Fprintf(&b, ", %s", g.Path)
+		}
+	}
+	b.WriteString(" and a private /tmp fresh for each call. ")
+	var ro []string
+	for _, g := range p.Grants {
+		if !g.Writable {
+			ro = append(ro, g.Path)
+		}
+	}
+	if len(ro) > 0 {
+		fmt.Fprintf(&b, "Read-only: %s. ", strings.Join(ro, ", "))
+	}
+	b.WriteString("The rest of the system is read-only; the home directory, credentials and host /tmp are hidden, and .git hooks and config are read-only.\n")
+
+	b.WriteString("No network. ")
+	if p.Timeout > 0 {
+		fmt.Fprintf(&b, "Each call is killed after %s", p.Timeout)
+	} else {
+		b.WriteString("Calls have no time limit")
+	}
+	fmt.Fprintf(&b, "; output is cut to %s per stream (head and tail kept). Calls do not share processes or /tmp.", FormatSize(int64(p.MaxOutputBytes)))
+	return b.String()
+}

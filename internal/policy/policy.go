@@ -1,0 +1,293 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Defaults for the per-call bounds.
+const (
+	DefaultTimeout        = 50 * time.Second // below the 60 s request timeout most clients use
+	DefaultMaxOutputBytes = 16 << 10         // per stream; two streams, twice over, stay far below 25k tokens
+	DefaultMaxConcurrent  = 4
+	MaxMaxOutputBytes     = 4 << 20 // keeps a result well under the 10 MiB message limit of the TypeScript SDK
+	MaxMaxConcurrent      = 256
+)
+
+// Options is what the person launching the server asked for, before any path
+// is checked or resolved.
+type Options struct {
+	Workspace string
+	ReadOnly  []string // --read-only, in flag order
+	Writable  []string // --writable, in flag order
+	Env       []string // --env NAME or NAME=VALUE
+
+	// Timeout is the wall-clock limit of one command. If zero, DefaultTimeout
+	// applies; NoTimeout lifts it.
+	Timeout        time.Duration
+	NoTimeout      bool
+	MaxOutputBytes int // per stream; if zero, DefaultMaxOutputBytes
+	MaxConcurrent  int // if zero, DefaultMaxConcurrent
+
+	// HostEnv is the server's own environment (os.Environ()). Only LANG,
+	// LC_*, PATH and the names in Env are read from it.
+	HostEnv []string
+	// Home is the caller's home directory: hidden, and replaced by a private
+	// one. If empty, no home is hidden beyond the credential masks.
+	Home string
+	// StateDir holds the private homes (one per workspace). If empty, the
+	// private home is not created and HOME points at /tmp.
+	StateDir string
+	// User is the caller's login name, for USER and LOGNAME.
+	User string
+	// GitName and GitEmail are the caller's git identity, passed to commands
+	// as GIT_AUTHOR_* and GIT_COMMITTER_*. Empty values are left out.
+	GitName, GitEmail string
+}
+
+// Grant is one path the sandbox shows beyond the read-only host view.
+type Grant struct {
+	Path     string // absolute, symlinks resolved
+	Writable bool
+	Dir      bool // false for a single file
+	Flag     string
+}
+
+// Policy is the checked, resolved form of Options. Its paths are absolute and
+// free of symlinks as they were at start.
+type Policy struct {
+	Workspace string
+	// Grants holds the workspace first, then --writable, then --read-only
+	// paths, each once.
+	Grants []Grant
+	// Home is the caller's home directory; empty if there is none. It is
+	// hidden unless HomeGranted.
+	Home string
+	// HomeGranted is set when a grant covers Home (--workspace ~, say): the
+	// user chose to show it, so it is neither hidden nor replaced, and only
+	// the credential masks apply.
+	HomeGranted bool
+	// PrivateHome is the host directory mounted over Home inside the sandbox
+	// so tool caches persist; empty if there is none.
+	PrivateHome string
+
+	Timeout        time.Duration // zero means none
+	MaxOutputBytes int
+	MaxConcurrent  int
+
+	env []string
+}
+
+// FlagError is a problem with one command-line value, with a way forward.
+type FlagError struct {
+	Flag  string // "--workspace"
+	Value string
+	Err   string // what is wrong, lowercase
+	Hint  string
+}
+
+func (e *FlagError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Flag, e.Err)
+	}
+	return fmt.Sprintf("%s %q: %s", e.Flag, e.Value, e.Err)
+}
+
+// New checks every option and resolves every path. The first problem is
+// returned as a *FlagError; nothing is created on the way except the private
+// home below StateDir.
+func New(o Options) (*Policy, error) {
+	p := &Policy{
+		Timeout:        o.Timeout,
+		MaxOutputBytes: o.MaxOutputBytes,
+		MaxConcurrent:  o.MaxConcurrent,
+	}
+	switch {
+	case o.NoTimeout:
+		p.Timeout = 0
+	case o.Timeout == 0:
+		p.Timeout = DefaultTimeout
+	case o.Timeout < 0:
+		return nil, &FlagError{Flag: "--timeout", Value: o.Timeout.String(), Err: "must be positive", Hint: "for example --timeout 30s"}
+	}
+	switch {
+	case o.MaxOutputBytes == 0:
+		p.MaxOutputBytes = DefaultMaxOutputBytes
+	case o.MaxOutputBytes < 256 || o.MaxOutputBytes > MaxMaxOutputBytes:
+		return nil, &FlagError{Flag: "--max-output", Value: FormatSize(int64(o.MaxOutputBytes)), Err: "out of range", Hint: "pass a size between 256B and 4MiB, for example --max-output 32KiB"}
+	}
+	switch {
+	case o.MaxConcurrent == 0:
+		p.MaxConcurrent = DefaultMaxConcurrent
+	case o.MaxConcurrent < 1 || o.MaxConcurrent > MaxMaxConcurrent:
+		return nil, &FlagError{Flag: "--max-concurrent", Value: fmt.Sprint(o.MaxConcurrent), Err: "out of range", Hint: fmt.Sprintf("pass a number from 1 to %d", MaxMaxConcurrent)}
+	}
+
+	if o.Workspace == "" {
+		return nil, &FlagError{Flag: "--workspace", Err: "is required", Hint: "pass the project directory commands may work in, for example --workspace ."}
+	}
+	ws, dir, err := resolve("--workspace", o.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	if !dir {
+		return nil, &FlagError{Flag: "--workspace", Value: o.Workspace, Err: "not a directory", Hint: "pass a directory"}
+	}
+	if ws == "/" {
+		return nil, &FlagError{Flag: "--workspace", Value: o.Workspace, Err: "the root directory cannot be the workspace", Hint: "pass a project directory; the rest of the system stays readable"}
+	}
+	p.Workspace = ws
+	p.Grants = append(p.Grants, Grant{Path: ws, Writable: true, Dir: true, Flag: "--workspace"})
+
+	seen := map[string]string{ws: "--workspace"}
+	add := func(flag string, raw []string, writable bool) error {
+		for _, r := range raw {
+			path, isDir, err := resolve(flag, r)
+			if err != nil {
+				return err
+			}
+			if path == "/" && writable {
+				return &FlagError{Flag: flag, Value: r, Err: "the root directory cannot be writable", Hint: "grant the directories commands need, one --writable each"}
+			}
+			if prev, ok := seen[path]; ok {
+				if prev == flag {
+					continue
+				}
+				return &FlagError{Flag: flag, Value: r, Err: fmt.Sprintf("also given as %s", prev), Hint: "grant each path once, either --read-only or --writable"}
+			}
+			seen[path] = flag
+			p.Grants = append(p.Grants, Grant{Path: path, Writable: writable, Dir: isDir, Flag: flag})
+		}
+		return nil
+	}
+	if err := add("--writable", o.Writable, true); err != nil {
+		return nil, err
+	}
+	if err := add("--read-only", o.ReadOnly, false); err != nil {
+		return nil, err
+	}
+
+	if o.Home != "" {
+		if h, err := filepath.EvalSymlinks(o.Home); err == nil && h != "/" {
+			if fi, err := os.Stat(h); err == nil && fi.IsDir() {
+				p.Home = h
+			}
+		}
+	}
+	for _, g := range p.Grants {
+		if p.Home != "" && Within(p.Home, g.Path) {
+			p.HomeGranted = true
+		}
+	}
+	if p.Home != "" && !p.HomeGranted && o.StateDir != "" {
+		ph, err := privateHome(o.StateDir, ws)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range p.Grants {
+			if g.Writable && Within(ph, g.Path) {
+				return nil, &FlagError{Flag: g.Flag, Value: g.Path, Err: "contains the server's private home directory " + ph, Hint: "pass a narrower directory, or set XDG_CACHE_HOME outside it"}
+			}
+		}
+		p.PrivateHome = ph
+	}
+
+	env, err := buildEnv(o, p)
+	if err != nil {
+		return nil, err
+	}
+	p.env = env
+	return p, nil
+}
+
+// resolve makes raw absolute and resolves its symlinks; it must exist.
+func resolve(flag, raw string) (path string, isDir bool, err error) {
+	if strings.ContainsRune(raw, 0) {
+		return "", false, &FlagError{Flag: flag, Value: raw, Err: "contains a NUL byte", Hint: "pass a plain path"}
+	}
+	abs, err := filepath.Abs(raw)
+	if err != nil {
+		return "", false, &FlagError{Flag: flag, Value: raw, Err: err.Error(), Hint: "pass an absolute path"}
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", false, &FlagError{Flag: flag, Value: raw, Err: "no such file or directory", Hint: "create it first, or pass an existing path"}
+		}
+		return "", false, &FlagError{Flag: flag, Value: raw, Err: unwrapPathError(err), Hint: "pass a path the server can read"}
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", false, &FlagError{Flag: flag, Value: raw, Err: unwrapPathError(err), Hint: "pass a path the server can read"}
+	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return "", false, &FlagError{Flag: flag, Value: raw, Err: "neither a directory nor a regular file", Hint: "grant a directory or a regular file"}
+	}
+	return real, fi.IsDir(), nil
+}
+
+func unwrapPathError(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// privateHome returns (and creates, 0700) the directory that serves as HOME
+// for commands run in workspace ws.
+func privateHome(stateDir, ws string) (string, error) {
+	sum := sha256.Sum256([]byte(ws))
+	name := filepath.Base(ws) + "-" + hex.EncodeToString(sum[:6])
+	dir := filepath.Join(stateDir, "homes", name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", &FlagError{Flag: "--workspace", Value: ws, Err: "cannot create the private home " + dir + ": " + unwrapPathError(err), Hint: "set XDG_CACHE_HOME to a writable directory"}
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", &FlagError{Flag: "--workspace", Value: ws, Err: "cannot resolve the private home " + dir + ": " + unwrapPathError(err), Hint: "set XDG_CACHE_HOME to a writable directory"}
+	}
+	return real, nil
+}
+
+// Within reports whether path is dir or lies below it. Both must be clean
+// absolute paths.
+func Within(path, dir string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// Writable returns the writable grants, shortest path first.
+func (p *Policy) Writable() []Grant {
+	var out []Grant
+	for _, g := range p.Grants {
+		if g.Writable {
+			out = append(out, g)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Path) < len(out[j].Path) })
+	return out
+}
+
+// SandboxHome is HOME as commands see it: the caller's home path (backed by
+// the private home, or granted), or /tmp when there is none.
+func (p *Policy) SandboxHome() string {
+	if p.Home != "" && (p.PrivateHome != "" || p.HomeGranted) {
+		return p.Home
+	}
+	return "/tmp"
+}
+
+// Env returns the environment of every command, NAME=VALUE, sorted, with PWD
+// and HOME set.
+func (p *Policy) Env() []string { return append([]string(nil), p.env...) }

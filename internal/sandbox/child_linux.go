@@ -1,0 +1,388 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Descriptors every re-execution receives besides stdio.
+const (
+	specFD   = 3 // the spec, JSON, read to EOF
+	reportFD = 4 // reports, one JSON object per line
+)
+
+// spec is everything the helper and the exec stage need for one call.
+type spec struct {
+	Ops         []mountOp     `json:"ops"`
+	UID         int           `json:"uid"` // the caller on the host: the command runs as them
+	GID         int           `json:"gid"`
+	Dir         string        `json:"dir"`
+	Path        string        `json:"path"`
+	Args        []string      `json:"args"`
+	Env         []string      `json:"env"`
+	LandlockABI int           `json:"landlock_abi"`
+	Landlock    landlockRules `json:"landlock"`
+	// Probe builds everything, applies every restriction, then exits 0
+	// instead of running a program: a dry run that proves the policy holds.
+	Probe bool `json:"probe,omitempty"`
+}
+
+// report is one message from a child to the server.
+type report struct {
+	Setup *SetupError `json:"setup,omitempty"`
+	Start *StartError `json:"start,omitempty"`
+	Exit  *exitReport `json:"exit,omitempty"`
+}
+
+type exitReport struct {
+	Code   int `json:"code"`
+	Signal int `json:"signal"`
+}
+
+func childMain(stage string) {
+	switch stage {
+	case "noop":
+		os.Exit(0)
+	case "helper":
+		helperMain()
+	case "exec":
+		execMain()
+	}
+	fmt.Fprintf(os.Stderr, "nanosandbox-mcp: unknown sandbox stage %q\n", stage)
+	os.Exit(255)
+}
+
+func readSpec() (*spec, []byte, error) {
+	f := os.NewFile(specFD, "spec")
+	raw, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read spec: %w", err)
+	}
+	var s spec
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, nil, fmt.Errorf("decode spec: %w", err)
+	}
+	return &s, raw, nil
+}
+
+func sendReport(w *os.File, r report) {
+	b, _ := json.Marshal(r)
+	w.Write(append(b, '\n')) // one write below PIPE_BUF: never interleaved
+}
+
+func asSetupError(err error) *SetupError {
+	var se *SetupError
+	if errors.As(err, &se) {
+		return se
+	}
+	op, msg, ok := strings.Cut(err.Error(), ": ")
+	if !ok {
+		return &SetupError{Op: "setup", Err: err.Error()}
+	}
+	return &SetupError{Op: op, Err: msg}
+}
+
+// helperMain is pid 1 of the sandbox's namespaces, uid 0 in its own user
+// namespace. It builds the mount tree, brings up loopback, starts the exec
+// stage in a nested user namespace, forwards signals and reaps. When the
+// command exits it reports and exits, and the kernel kills whatever is left
+// in the pid namespace.
+func helperMain() {
+	rep := os.NewFile(reportFD, "report")
+	fail := func(err error) {
+		sendReport(rep, report{Setup: asSetupError(err)})
+		os.Exit(255)
+	}
+	// Not dumpable: the command runs as the same host uid, and must not
+	// read or write this process's memory, environment or descriptors
+	// through /proc/1 (this process holds every capability of the outer
+	// user namespace).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fail(fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err))
+	}
+	s, raw, err := readSpec()
+	if err != nil {
+		fail(err)
+	}
+	if err := buildRoot(s.Ops); err != nil {
+		fail(err)
+	}
+	if err := loopbackUp(); err != nil {
+		fail(err)
+	}
+	// Nothing inherited above the report pipe reaches the command.
+	if err := unix.CloseRange(reportFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		fail(fmt.Errorf("close_range: %w", err))
+	}
+
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		fail(fmt.Errorf("pipe: %w", err))
+	}
+	proc, err := os.StartProcess("/proc/self/exe", []string{"nanosandbox-mcp: exec"}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{childEnv + "=exec"},
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, rep},
+		Sys: &syscall.SysProcAttr{
+			// The nested user namespace maps the caller back: the command
+			// runs as them, with no capabilities in the namespace that owns
+			// the mounts, so the mount tree is locked.
+			Cloneflags:                 syscall.CLONE_NEWUSER,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: s.UID, HostID: 0, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: s.GID, HostID: 0, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+		},
+	})
+	specR.Close()
+	if err != nil {
+		fail(fmt.Errorf("start exec stage: %w", err))
+	}
+	specW.Write(raw)
+	specW.Close()
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
+	go func() {
+		for sig := range sigs {
+			proc.Signal(sig)
+		}
+	}()
+
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			fail(fmt.Errorf("wait4: %w", err))
+		}
+		if pid != proc.Pid {
+			continue // an orphan reparented to us
+		}
+		er := &exitReport{}
+		switch {
+		case ws.Exited():
+			er.Code = ws.ExitStatus()
+		case ws.Signaled():
+			er.Code = -1
+			er.Signal = int(ws.Signal())
+		}
+		sendReport(rep, report{Exit: er})
+		os.Exit(0)
+	}
+}
+
+// execMain runs in the nested user namespace, as the caller. It applies the
+// last restrictions on its own thread and execs the command: rlimits,
+// capabilities dropped, no_new_privs, Landlock, then seccomp last, so setup
+// needs no allowances.
+func execMain() {
+	runtime.LockOSThread()
+	rep := os.NewFile(reportFD, "report")
+	fail := func(err error) {
+		sendReport(rep, report{Setup: asSetupError(err)})
+		os.Exit(255)
+	}
+	s, _, err := readSpec()
+	if err != nil {
+		fail(err)
+	}
+	if err := unix.Chdir(s.Dir); err != nil {
+		fail(fmt.Errorf("chdir %q: %w", s.Dir, err))
+	}
+	path, serr := lookPath(s.Path, envValue(s.Env, "PATH"))
+	if err := dropCapabilities(); err != nil {
+		fail(err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fail(fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err))
+	}
+	if err := restrictLandlock(s.LandlockABI, s.Landlock); err != nil {
+		fail(err)
+	}
+	if err := installSeccomp(); err != nil {
+		fail(err)
+	}
+	if s.Probe {
+		os.Exit(0)
+	}
+	if serr != nil {
+		sendReport(rep, report{Start: serr})
+		os.Exit(127)
+	}
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		fail(fmt.Errorf("close_range: %w", err))
+	}
+	err = unix.Exec(path, append([]string{s.Path}, s.Args...), s.Env)
+	se := startError(s.Path, err)
+	sendReport(rep, report{Start: se})
+	if se.NotFound {
+		os.Exit(127)
+	}
+	os.Exit(126)
+}
+
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath finds the program as a shell would: a name with a slash is taken
+// as it is (relative to the working directory), a bare name is searched on
+// PATH.
+func lookPath(file, pathEnv string) (string, *StartError) {
+	if strings.Contains(file, "/") {
+		if err := executable(file); err != nil {
+			return "", startError(file, err)
+		}
+		return file, nil
+	}
+	var firstErr error
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, file)
+		err := executable(p)
+		if err == nil {
+			return p, nil
+		}
+		if firstErr == nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
+			firstErr = err // found, but not runnable: say so if nothing better turns up
+		}
+	}
+	if firstErr != nil {
+		return "", startError(file, firstErr)
+	}
+	return "", &StartError{Path: file, NotFound: true, Err: "executable file not found in PATH inside the sandbox"}
+}
+
+func executable(p string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return unix.EISDIR
+	}
+	return unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS)
+}
+
+func startError(path string, err error) *StartError {
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		return &StartError{Path: path, NotFound: true, Err: "no such file inside the sandbox (the home directory, host /tmp and credentials are hidden)"}
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return &StartError{Path: path, Err: "permission denied: not executable, or not allowed by the sandbox"}
+	case errors.Is(err, unix.EISDIR):
+		return &StartError{Path: path, Err: "is a directory"}
+	case errors.Is(err, unix.ENOEXEC):
+		return &StartError{Path: path, Err: "exec format error: not a program this machine can run"}
+	default:
+		return &StartError{Path: path, Err: err.Error()}
+	}
+}
+
+// dropCapabilities leaves the command no capability even when the caller is
+// root (uid 0 in the nested namespace would otherwise regain them all at
+// exec): securebits locked so root is not special, the bounding and ambient
+// sets emptied, then every set cleared.
+func dropCapabilities() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Getuid() != 0 {
+		// A caller other than root lost every capability at the exec into
+		// this stage (and no_new_privs, set next, keeps it so): check it.
+		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+			return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
+		}
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("capget: %w", err)
+		}
+		for _, d := range data {
+			if d.Effective|d.Permitted|d.Inheritable != 0 {
+				return bug(fmt.Errorf("capabilities left after exec as uid %d: %+v", unix.Getuid(), data))
+			}
+		}
+		return nil
+	}
+	// <linux/securebits.h>: each SECURE_* bit number, and its _LOCKED twin
+	// one above.
+	const (
+		secNoRoot            = 1 << 0
+		secNoRootLocked      = 1 << 1
+		secNoSetuidFixup     = 1 << 2
+		secNoSetuidFixupLock = 1 << 3
+		secKeepCapsLocked    = 1 << 5
+		secNoAmbientRaise    = 1 << 6
+		secNoAmbientLocked   = 1 << 7
+	)
+	const bits = secNoRoot | secNoRootLocked | secNoSetuidFixup | secNoSetuidFixupLock |
+		secKeepCapsLocked | secNoAmbientRaise | secNoAmbientLocked
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
+	}
+	last := lastCap()
+	for c := 0; c <= last; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
+	}
+	data = [2]unix.CapUserData{}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+func lastCap() int {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 63
+	}
+	var n int
+	if _, err := fmt.Sscan(string(b), &n); err != nil {
+		return 63
+	}
+	return n
+}
+
+// loopbackUp brings up the sandbox's own lo, the only interface it has.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("ifreq lo: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("ioctl(SIOCGIFFLAGS lo): %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("ioctl(SIOCSIFFLAGS lo): %w", err)
+	}
+	return nil
+}

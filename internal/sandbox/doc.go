@@ -1,0 +1,36 @@
+// Package sandbox runs one program under the limits a [policy.Policy] sets,
+// and says what this machine can enforce ([Probe]).
+//
+// It never imports the MCP SDK; the server package turns a [Result] into a
+// tool result. It imports policy, the standard library and x/sys.
+//
+// # Threat model
+//
+// The program, and everything it starts, is hostile: it was chosen by a model
+// that may have read a prompt injection. It must not write outside the
+// workspace and the --writable paths, read the caller's home, credentials or
+// the server's environment, reach the network, see or signal processes
+// outside its own call, change what the sandbox enforces (mounts, Landlock,
+// seccomp), or leave anything running after its call. It may use the CPU,
+// memory and disk within the limits, read the rest of the host filesystem,
+// and talk to its own loopback.
+//
+// Write protection inside the workspace covers git's hooks and config (see
+// plan.go), because the user's own git runs them later, outside any sandbox.
+//
+// # Platform support
+//
+// Linux (amd64, arm64): user, mount, pid, net, ipc, uts and cgroup
+// namespaces built by a re-executed helper; the command runs in a nested user
+// namespace as the caller, with no capabilities, under Landlock (ABI 1+) and
+// a seccomp filter. See run_linux.go and child_linux.go.
+//
+// macOS and every other OS: [ErrUnsupported] for now (#2 lands Linux first).
+//
+// # What is refused
+//
+// Nothing fails open: a kernel without Landlock, without user namespaces, an
+// architecture without a reviewed seccomp filter, or a policy that needs a
+// mechanism the machine lacks is refused by [Capabilities.Refusal] before the
+// server starts, with the cause and the fix.
+package sandbox

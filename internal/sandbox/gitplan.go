@@ -1,0 +1,308 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+)
+
+// protection is one path inside a writable root through which the user's own
+// git would later run code: hooks, config and what redirects them. It is
+// mounted read-only for the call; if absent, a placeholder is created on the
+// host for as long as calls run, so the command cannot create it.
+type protection struct {
+	Path string
+	Dir  bool
+	// Placeholder is set when Path is absent: the server creates it (an empty
+	// directory, or a file holding Content) and removes it after the last call.
+	Placeholder bool
+	Content     string
+}
+
+// maxModuleDepth bounds how deep nested submodule git directories are followed.
+const maxModuleDepth = 4
+
+// gitProtections lists, for every writable directory grant, what must be
+// read-only for this call (DESIGN.md §2.3). It reads the repositories as they
+// are now, since a call can change them for the next one.
+func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, error) {
+	var out []protection
+	seen := map[string]bool{}
+	add := func(pr protection) {
+		if seen[pr.Path] || grantedWritable(p, pr.Path) {
+			return
+		}
+		seen[pr.Path] = true
+		out = append(out, pr)
+	}
+	for _, g := range p.Grants {
+		if !g.Writable || !g.Dir {
+			continue
+		}
+		dotgit := filepath.Join(g.Path, ".git")
+		exists, dir, symlink := fsys.Lstat(dotgit)
+		switch {
+		case !exists:
+			// No repository: a command must not create one whose hooks or
+			// config the host's git would obey.
+			add(protection{Path: dotgit, Dir: true, Placeholder: true})
+			continue
+		case symlink:
+			return nil, &SetupError{Op: "protect git", Err: fmt.Sprintf("%s is a symbolic link, which the sandbox cannot keep read-only; replace it with the directory or a \"gitdir:\" file", dotgit)}
+		case !dir:
+			add(protection{Path: dotgit})
+			target, ok := readGitdirFile(fsys, dotgit)
+			if ok && inWritable(p, target) {
+				gitDirProtections(p, fsys, target, add, 0)
+			}
+		default:
+			gitDirProtections(p, fsys, dotgit, add, 0)
+		}
+		// core.hooksPath and included config files, from the config git
+		// would read for this worktree.
+		gitdir := dotgit
+		if !dir {
+			if t, ok := readGitdirFile(fsys, dotgit); ok {
+				gitdir = t
+			}
+		}
+		cfg, err := fsys.ReadFile(filepath.Join(gitdir, "config"))
+		if err != nil {
+			continue
+		}
+		hooksPath, includes := parseGitConfig(cfg)
+		if hooksPath != "" && !strings.HasPrefix(hooksPath, "~") {
+			hp := hooksPath
+			if !filepath.IsAbs(hp) {
+				hp = filepath.Join(g.Path, hp)
+			}
+			hp = filepath.Clean(hp)
+			if inWritable(p, hp) {
+				protectPath(fsys, hp, true, add)
+			}
+		}
+		for _, inc := range includes {
+			if strings.HasPrefix(inc, "~") {
+				continue
+			}
+			ip := inc
+			if !filepath.IsAbs(ip) {
+				ip = filepath.Join(gitdir, ip)
+			}
+			ip = filepath.Clean(ip)
+			if inWritable(p, ip) {
+				protectPath(fsys, ip, false, add)
+			}
+		}
+	}
+	return out, nil
+}
+
+// gitDirProtections protects a git directory's hooks, config and the files
+// that redirect them (commondir), then its submodules' and worktrees'.
+func gitDirProtections(p *policy.Policy, fsys fsInfo, gitdir string, add func(protection), level int) {
+	protectPath(fsys, filepath.Join(gitdir, "hooks"), true, add)
+	protectPath(fsys, filepath.Join(gitdir, "config"), false, add)
+	// commondir moves config and hooks elsewhere; "." keeps them here, so
+	// it is a placeholder git reads as "no redirection".
+	cd := filepath.Join(gitdir, "commondir")
+	if exists, _, _ := fsys.Lstat(cd); exists {
+		add(protection{Path: cd})
+	} else {
+		add(protection{Path: cd, Placeholder: true, Content: ".\n"})
+	}
+	if exists, _, _ := fsys.Lstat(filepath.Join(gitdir, "config.worktree")); exists {
+		add(protection{Path: filepath.Join(gitdir, "config.worktree")})
+	}
+	if level < maxModuleDepth {
+		for _, m := range fsys.ReadDir(filepath.Join(gitdir, "modules")) {
+			sub := filepath.Join(gitdir, "modules", m)
+			if _, dir, symlink := fsys.Lstat(sub); dir && !symlink {
+				gitDirProtections(p, fsys, sub, add, level+1)
+			}
+		}
+	}
+	for _, w := range fsys.ReadDir(filepath.Join(gitdir, "worktrees")) {
+		wt := filepath.Join(gitdir, "worktrees", w)
+		for _, name := range []string{"config", "config.worktree", "commondir", "gitdir"} {
+			if exists, _, symlink := fsys.Lstat(filepath.Join(wt, name)); exists && !symlink {
+				add(protection{Path: filepath.Join(wt, name)})
+			}
+		}
+	}
+}
+
+// protectPath protects path if it exists, else asks for a placeholder.
+func protectPath(fsys fsInfo, path string, wantDir bool, add func(protection)) {
+	exists, dir, _ := fsys.Lstat(path)
+	if exists {
+		add(protection{Path: path, Dir: dir})
+		return
+	}
+	add(protection{Path: path, Dir: wantDir, Placeholder: true})
+}
+
+// grantedWritable reports whether the user granted exactly path with
+// --writable, which lifts its protection.
+func grantedWritable(p *policy.Policy, path string) bool {
+	for _, g := range p.Grants[1:] {
+		if g.Writable && g.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// inWritable reports whether path lies inside a writable grant.
+func inWritable(p *policy.Policy, path string) bool {
+	for _, g := range p.Grants {
+		if g.Writable && policy.Within(path, g.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// readGitdirFile reads a ".git" file ("gitdir: PATH").
+func readGitdirFile(fsys fsInfo, dotgit string) (string, bool) {
+	b, err := fsys.ReadFile(dotgit)
+	if err != nil {
+		return "", false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return "", false
+	}
+	target = strings.TrimSpace(target)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(dotgit), target)
+	}
+	return filepath.Clean(target), true
+}
+
+// parseGitConfig reads core.hooksPath and every include path from a git
+// config file. It understands what git writes: sections, subsections, quoted
+// values and comments; it does not follow includes.
+func parseGitConfig(b []byte) (hooksPath string, includes []string) {
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			head := line[1:end]
+			name, sub, hasSub := strings.Cut(head, " ")
+			section = strings.ToLower(strings.TrimSpace(name))
+			if hasSub {
+				section += " " + strings.TrimSpace(sub)
+			} else if dot := strings.IndexByte(section, '.'); dot >= 0 {
+				section = section[:dot] + " " + section[dot+1:] // [includeIf.x] legacy form
+			}
+			line = strings.TrimSpace(line[end+1:])
+			if line == "" {
+				continue
+			}
+		}
+		key, value, hasValue := strings.Cut(line, "=")
+		if !hasValue {
+			continue
+		}
+		key = strings.ToLower(strings.TrimSpace(key))
+		value = gitConfigValue(value)
+		secName, _, _ := strings.Cut(section, " ")
+		switch {
+		case section == "core" && key == "hookspath":
+			hooksPath = value
+		case (secName == "include" || secName == "includeif") && key == "path":
+			includes = append(includes, value)
+		}
+	}
+	return hooksPath, includes
+}
+
+// gitConfigValue unquotes a value and drops a trailing comment.
+func gitConfigValue(v string) string {
+	var b strings.Builder
+	quoted := false
+	v = strings.TrimSpace(v)
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(v):
+			i++
+			switch v[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			default:
+				b.WriteByte(v[i])
+			}
+		case (c == '#' || c == ';') && !quoted:
+			return strings.TrimSpace(b.String())
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// planCall completes the static plan with this call's carve-outs:
+// --read-only grants inside writable roots and the git protections, each
+// with pins on every directory between it and its writable root.
+func planCall(p *policy.Policy, sp staticPlan, prots []protection, fsys fsInfo) []mountOp {
+	ops := append([]mountOp(nil), sp.ops...)
+	var carve []protection
+	for _, g := range p.Grants {
+		if g.Writable {
+			continue
+		}
+		if root := writableRootOf(p, g.Path); root != "" {
+			if exists, _, _ := fsys.Lstat(g.Path); exists {
+				carve = append(carve, protection{Path: g.Path, Dir: g.Dir})
+			}
+		}
+	}
+	carve = append(carve, prots...)
+	pinned := map[string]bool{}
+	for _, c := range carve {
+		root := writableRootOf(p, c.Path)
+		if root == "" {
+			continue
+		}
+		for d := filepath.Dir(c.Path); d != root && policy.Within(d, root); d = filepath.Dir(d) {
+			if !pinned[d] {
+				pinned[d] = true
+				ops = append(ops, mountOp{Kind: opPin, Path: d, Dir: true})
+			}
+		}
+		ops = append(ops, mountOp{Kind: opProtect, Path: c.Path, Dir: c.Dir})
+	}
+	sortOps(ops)
+	return ops
+}
+
+// writableRootOf returns the deepest writable grant strictly above path.
+func writableRootOf(p *policy.Policy, path string) string {
+	root := ""
+	for _, g := range p.Grants {
+		if g.Writable && g.Path != path && policy.Within(path, g.Path) && len(g.Path) > len(root) {
+			root = g.Path
+		}
+	}
+	return root
+}

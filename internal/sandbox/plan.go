@@ -1,0 +1,245 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+)
+
+// opKind is one kind of step in building the mount tree. The order of the
+// constants breaks ties between steps at the same path depth: a later kind
+// covers an earlier one.
+type opKind int
+
+const (
+	opTmpfs   opKind = iota // a private, empty, writable tmpfs (/tmp, /var/tmp, /run)
+	opHide                  // an empty tmpfs, read-only once setup ends (a hidden home, a masked directory)
+	opMask                  // an empty read-only file over a file
+	opBindRO                // a host path shown again, read-only
+	opBindRW                // a host path shown again, writable
+	opPin                   // a directory bound onto itself, so it cannot be renamed or removed
+	opProtect               // a path bound onto itself read-only: a carve-out in a writable root
+)
+
+func (k opKind) String() string {
+	return [...]string{"tmpfs", "hide", "mask", "bind-ro", "bind-rw", "pin", "protect"}[k]
+}
+
+// mountOp is one step, run in order by the helper. Paths are as the command
+// sees them, which is also where they are on the host.
+type mountOp struct {
+	Kind opKind `json:"k"`
+	Path string `json:"p"`
+	Src  string `json:"s,omitempty"` // host source of a bind; Path if empty
+	Dir  bool   `json:"d,omitempty"`
+	Mode uint32 `json:"m,omitempty"` // root mode of a tmpfs
+	// Make allows the helper to create a missing mount point for this step,
+	// because it lies in a tree the sandbox owns (a tmpfs it made, or the
+	// private home). Elsewhere a missing target is an error.
+	Make bool `json:"mk,omitempty"`
+}
+
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// sortOps orders steps so that a deeper path is mounted after a shallower
+// one, and at equal depth by kind. Pins come before every carve-out below
+// them because they are shallower: a pin made after a carve-out would cover
+// it and leave it writable again (DESIGN.md §3).
+func sortOps(ops []mountOp) {
+	sort.SliceStable(ops, func(i, j int) bool {
+		di, dj := depth(ops[i].Path), depth(ops[j].Path)
+		if di != dj {
+			return di < dj
+		}
+		return ops[i].Kind < ops[j].Kind
+	})
+}
+
+// fsInfo is what planning reads from the host filesystem; tests fake it.
+type fsInfo interface {
+	// Lstat reports whether path exists and whether it is a directory,
+	// without following a final symlink (a symlink reports exists, !dir).
+	Lstat(path string) (exists, dir, symlink bool)
+	ReadDir(path string) []string
+	ReadFile(path string) ([]byte, error)
+}
+
+type hostFS struct{}
+
+func (hostFS) Lstat(p string) (exists, dir, symlink bool) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false, false, false
+	}
+	return true, fi.IsDir(), fi.Mode()&os.ModeSymlink != 0
+}
+
+func (hostFS) ReadDir(p string) []string {
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func (hostFS) ReadFile(p string) ([]byte, error) { return os.ReadFile(p) }
+
+// staticPlan is the part of the mount tree that does not change between
+// calls: private directories, the hidden home, credential masks and grants.
+type staticPlan struct {
+	ops      []mountOp
+	writable []string // writable roots inside the sandbox, for Landlock
+}
+
+// planStatic computes the steps every call shares.
+func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
+	var sp staticPlan
+	var regions []region
+
+	for _, d := range policy.PrivateDirs {
+		if exists, dir, _ := fsys.Lstat(d); exists && dir {
+			sp.ops = append(sp.ops, mountOp{Kind: opTmpfs, Path: d, Dir: true, Mode: privateDirMode(d)})
+			regions = append(regions, region{d, true})
+			sp.writable = append(sp.writable, d)
+		}
+	}
+	if p.Home != "" && !p.HomeGranted {
+		if p.PrivateHome != "" {
+			sp.ops = append(sp.ops, mountOp{Kind: opBindRW, Path: p.Home, Src: p.PrivateHome, Dir: true})
+			sp.writable = append(sp.writable, p.Home)
+		} else {
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: p.Home, Dir: true, Mode: 0o755})
+		}
+		regions = append(regions, region{p.Home, true})
+	}
+	for _, g := range p.Grants {
+		regions = append(regions, region{g.Path, false})
+	}
+	// inRegion returns the deepest region holding path, or nil for the host view.
+	inRegion := func(path string) *region {
+		var best *region
+		for i := range regions {
+			r := &regions[i]
+			if policy.Within(path, r.path) && (best == nil || len(r.path) >= len(best.path)) {
+				best = r
+			}
+		}
+		return best
+	}
+
+	// Grants: writable ones always need a bind; read-only ones only where
+	// the host view does not already show them (a hidden tree) or where they
+	// sit inside a writable root (a carve-out, planned per call).
+	for _, g := range p.Grants {
+		outer := regionAbove(regions, g.Path)
+		mk := outer != nil && outer.hidden
+		if g.Writable {
+			sp.ops = append(sp.ops, mountOp{Kind: opBindRW, Path: g.Path, Src: g.Path, Dir: g.Dir, Make: mk})
+			sp.writable = append(sp.writable, g.Path)
+			continue
+		}
+		if outer != nil && outer.hidden {
+			sp.ops = append(sp.ops, mountOp{Kind: opBindRO, Path: g.Path, Src: g.Path, Dir: g.Dir, Make: true})
+		}
+	}
+
+	// Credential masks, wherever the sandbox would show them.
+	mask := func(path string) {
+		exists, dir, symlink := fsys.Lstat(path)
+		if !exists || symlink {
+			return // a symlink leads elsewhere; its target is masked or hidden on its own
+		}
+		if r := inRegion(path); r != nil && r.hidden {
+			return // not visible anyway
+		}
+		for _, g := range p.Grants {
+			if g.Path == path {
+				return // granted by name: the user asked for it
+			}
+		}
+		if dir {
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: path, Dir: true, Mode: 0o700, Make: false})
+		} else {
+			sp.ops = append(sp.ops, mountOp{Kind: opMask, Path: path})
+		}
+	}
+	for _, h := range homeDirs(p, fsys) {
+		for _, c := range policy.Credentials {
+			mask(filepath.Join(h, c))
+		}
+	}
+	for _, s := range policy.SystemSecrets {
+		mask(s)
+	}
+	// A mount point inside a mask must be creatable too (a grant below it).
+	for i := range sp.ops {
+		op := &sp.ops[i]
+		if op.Kind != opBindRO && op.Kind != opBindRW {
+			continue
+		}
+		for _, m := range sp.ops {
+			if m.Kind == opHide && m.Path != op.Path && policy.Within(op.Path, m.Path) {
+				op.Make = true
+			}
+		}
+	}
+	sortOps(sp.ops)
+	return sp
+}
+
+// region is a tree the plan puts somewhere: a private or hidden one, or a
+// grant showing the host's again.
+type region struct {
+	path   string
+	hidden bool
+}
+
+// regionAbove returns the deepest region strictly above path, or nil.
+func regionAbove(regions []region, path string) *region {
+	var best *region
+	for i := range regions {
+		r := &regions[i]
+		if r.path != path && policy.Within(path, r.path) && (best == nil || len(r.path) >= len(best.path)) {
+			best = r
+		}
+	}
+	return best
+}
+
+func privateDirMode(d string) uint32 {
+	if d == "/run" {
+		return 0o755
+	}
+	return 0o1777
+}
+
+// homeDirs lists the home directories whose credentials are masked: the
+// caller's, /root and every directory in /home.
+func homeDirs(p *policy.Policy, fsys fsInfo) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(h string) {
+		if h != "" && h != "/" && !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	add(p.Home)
+	add("/root")
+	for _, n := range fsys.ReadDir("/home") {
+		add("/home/" + n)
+	}
+	return out
+}

@@ -1,0 +1,91 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Capabilities is what this machine can enforce, found once at start.
+type Capabilities struct {
+	OS, Arch string
+	Kernel   string // kernel release, where there is one
+	// LandlockABI is the Landlock ABI version; 0 if Landlock is missing
+	// (Linux only).
+	LandlockABI int
+	// UserNS is empty when user namespaces can be created, else why not;
+	// UserNSFix says how to allow them (Linux only).
+	UserNS, UserNSFix string
+	// Seccomp is empty when seccomp filters are available, else why not.
+	Seccomp string
+	// Limits names the mechanism that holds resource limits.
+	Limits string
+}
+
+// Refusal is a reason this machine cannot hold the policy, with the fix.
+type Refusal struct {
+	Cause string
+	Fix   string
+}
+
+func (r *Refusal) Error() string { return r.Cause }
+
+// Refusal returns why the sandbox cannot run here, or nil. Nothing is ever
+// weakened to make it run: each missing layer is a refusal.
+func (c Capabilities) Refusal() *Refusal {
+	switch c.OS {
+	case "linux":
+	case "darwin":
+		// TODO(#6): the Seatbelt sandbox; until it lands macOS is refused.
+		return &Refusal{Cause: "macOS is not supported yet: the Seatbelt sandbox has not landed", Fix: "run the server on Linux for now"}
+	case "windows":
+		return &Refusal{Cause: "Windows is not supported: a sandbox there could limit resources, not access", Fix: "run the server in WSL 2, which is Linux"}
+	default:
+		return &Refusal{Cause: fmt.Sprintf("%s is not supported", c.OS), Fix: "run the server on Linux or macOS"}
+	}
+	if c.Arch != "amd64" && c.Arch != "arm64" {
+		return &Refusal{Cause: fmt.Sprintf("architecture %s is not supported: its seccomp filter has not been reviewed", c.Arch), Fix: "run the server on amd64 (x86-64) or arm64"}
+	}
+	if c.LandlockABI < 1 {
+		return &Refusal{Cause: "this kernel has no Landlock (kernel " + c.Kernel + "), the sandbox's second layer", Fix: "use Linux 5.13 or newer with Landlock enabled (CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter)"}
+	}
+	if c.UserNS != "" {
+		return &Refusal{Cause: "cannot create user namespaces: " + c.UserNS, Fix: c.UserNSFix}
+	}
+	if c.Seccomp != "" {
+		return &Refusal{Cause: "seccomp filters are unavailable: " + c.Seccomp, Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
+	}
+	return nil
+}
+
+// Report lists each layer and whether it is active, one per line.
+func (c Capabilities) Report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "platform      %s/%s", c.OS, c.Arch)
+	if c.Kernel != "" {
+		fmt.Fprintf(&b, ", kernel %s", c.Kernel)
+	}
+	b.WriteString("\n")
+	if c.OS != "linux" {
+		return b.String()
+	}
+	yes := func(ok bool, good, bad string) string {
+		if ok {
+			return "ok    " + good
+		}
+		return "MISSING " + bad
+	}
+	fmt.Fprintf(&b, "namespaces    %s\n", yes(c.UserNS == "", "user, mount, pid, net, ipc, uts, cgroup", c.UserNS))
+	lab := fmt.Sprintf("ABI %d", c.LandlockABI)
+	if c.LandlockABI >= 6 {
+		lab += " (filesystem, signal and abstract socket scoping)"
+	} else if c.LandlockABI >= 2 {
+		lab += " (filesystem)"
+	} else if c.LandlockABI == 1 {
+		lab += " (filesystem; renames across directories are refused below ABI 2)"
+	}
+	fmt.Fprintf(&b, "landlock      %s\n", yes(c.LandlockABI >= 1, lab, "not in this kernel"))
+	fmt.Fprintf(&b, "seccomp       %s\n", yes(c.Seccomp == "", "filter with TSYNC, "+c.Arch+" syscall table", c.Seccomp))
+	fmt.Fprintf(&b, "limits        ok    %s\n", c.Limits)
+	fmt.Fprintf(&b, "network       ok    none (own network namespace, loopback only)\n")
+	return b.String()
+}

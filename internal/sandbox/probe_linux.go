@@ -1,0 +1,66 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Probe finds what this machine can enforce. It starts one short-lived
+// process to prove user namespaces work.
+func Probe() Capabilities {
+	c := Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, Limits: "rlimits"}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		c.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	c.LandlockABI = landlockABI()
+	c.UserNS, c.UserNSFix = probeUserNS()
+	c.Seccomp = probeSeccomp()
+	return c
+}
+
+func probeSeccomp() string {
+	action := uint32(unix.SECCOMP_RET_KILL_PROCESS)
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action)))
+	if errno != 0 {
+		return "seccomp(SECCOMP_GET_ACTION_AVAIL): " + errno.Error()
+	}
+	return ""
+}
+
+// probeUserNS starts this binary in every namespace the sandbox uses, doing
+// nothing, and explains a failure.
+func probeUserNS() (why, fix string) {
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = []string{childEnv + "=noop"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  namespaceFlags,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+	}
+	err := cmd.Run()
+	if err == nil {
+		return "", ""
+	}
+	why = err.Error()
+	read := func(p string) string {
+		b, _ := os.ReadFile(p)
+		return strings.TrimSpace(string(b))
+	}
+	switch {
+	case read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+		return why + " (AppArmor restricts unprivileged user namespaces, as on Ubuntu 23.10+)",
+			"allow them for this binary with an AppArmor profile that grants \"userns\", or system-wide with: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+	case read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+		return why + " (kernel.unprivileged_userns_clone is 0)", "sudo sysctl -w kernel.unprivileged_userns_clone=1"
+	case read("/proc/sys/user/max_user_namespaces") == "0":
+		return why + " (user.max_user_namespaces is 0)", "sudo sysctl -w user.max_user_namespaces=15000"
+	}
+	return why, "allow unprivileged user namespaces; inside a container, allow unshare and clone of user namespaces (for Docker: --security-opt seccomp=unconfined --security-opt apparmor=unconfined)"
+}

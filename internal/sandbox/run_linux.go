@@ -1,0 +1,228 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// namespaceFlags are the helper's new namespaces (DESIGN.md §3).
+const namespaceFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
+
+// waitDelay bounds how long output is awaited after the helper is gone;
+// nothing should hold the pipes then, since the pid namespace died with it.
+const waitDelay = 2 * time.Second
+
+type osState struct {
+	static   staticPlan
+	landlock landlockRules
+	uid, gid int
+}
+
+func (s *Sandbox) prepare() error {
+	s.os.uid, s.os.gid = os.Getuid(), os.Getgid()
+	s.os.static = planStatic(s.pol, hostFS{})
+	writable := append([]string{"/dev/shm"}, s.os.static.writable...)
+	s.os.landlock = landlockRules{
+		ReadOnly: []string{"/"},
+		Writable: writable,
+		Devices:  []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"},
+	}
+	_, err := s.start(context.Background(), &Command{}, true)
+	return err
+}
+
+func (s *Sandbox) run(ctx context.Context, c *Command) (Result, error) {
+	return s.start(ctx, c, false)
+}
+
+func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, error) {
+	began := time.Now()
+	prots, err := gitProtections(s.pol, hostFS{})
+	if err != nil {
+		return Result{}, err
+	}
+	release, err := s.ph.acquire(prots)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
+
+	raw, err := json.Marshal(spec{
+		Ops:         planCall(s.pol, s.os.static, prots, hostFS{}),
+		UID:         s.os.uid,
+		GID:         s.os.gid,
+		Dir:         s.pol.Workspace,
+		Path:        c.Path,
+		Args:        c.Args,
+		Env:         s.pol.Env(),
+		LandlockABI: s.caps.LandlockABI,
+		Landlock:    s.os.landlock,
+		Probe:       probe,
+	})
+	if err != nil {
+		return Result{}, bug(err)
+	}
+
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return Result{}, &SetupError{Op: "pipe", Err: err.Error()}
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return Result{}, &SetupError{Op: "pipe", Err: err.Error()}
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"nanosandbox-mcp: sandbox"},
+		Env:        []string{childEnv + "=helper"},
+		Stdin:      c.Stdin,
+		Stdout:     c.Stdout,
+		Stderr:     c.Stderr,
+		ExtraFiles: []*os.File{specR, repW},
+		WaitDelay:  waitDelay,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 namespaceFlags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			Setsid:                     true,
+			Pdeathsig:                  syscall.SIGKILL,
+		},
+	}
+
+	// Pdeathsig follows the thread that forked, not the process: start and
+	// wait on one locked thread, so the helper dies with the server and not
+	// with whichever thread happened to fork it.
+	started := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	err = <-started
+	specR.Close()
+	repW.Close()
+	if err != nil {
+		specW.Close()
+		repR.Close()
+		return Result{}, &SetupError{Op: "start sandbox helper", Err: err.Error()}
+	}
+	go func() {
+		specW.Write(raw)
+		specW.Close()
+	}()
+	reports := make(chan []report, 1)
+	go func() {
+		defer repR.Close()
+		var rs []report
+		sc := bufio.NewScanner(repR)
+		for sc.Scan() {
+			var r report
+			if json.Unmarshal(sc.Bytes(), &r) == nil {
+				rs = append(rs, r)
+			}
+		}
+		reports <- rs
+	}()
+
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	if c.Signals != nil {
+		stopSignals := make(chan struct{})
+		defer close(stopSignals)
+		go func() {
+			for {
+				select {
+				case sig := <-c.Signals:
+					cmd.Process.Signal(sig) // the helper passes it on to the program
+				case <-stopSignals:
+					return
+				}
+			}
+		}()
+	}
+	var res Result
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-timeout:
+		res.TimedOut = true
+		cmd.Process.Kill() // pid 1 of the namespace: the kernel kills the rest
+		waitErr = <-done
+	case <-ctx.Done():
+		res.Canceled = true
+		cmd.Process.Kill()
+		waitErr = <-done
+	}
+	rs := <-reports
+	res.Duration = time.Since(began)
+
+	for _, r := range rs {
+		switch {
+		case r.Setup != nil:
+			return res, r.Setup
+		case r.Start != nil:
+			return res, r.Start
+		}
+	}
+	for _, r := range rs {
+		if r.Exit != nil {
+			res.ExitCode = r.Exit.Code
+			if r.Exit.Signal != 0 {
+				res.ExitCode = -1
+				res.SignalNo = r.Exit.Signal
+				res.Signal = unix.SignalName(syscall.Signal(r.Exit.Signal))
+			}
+			return res, nil
+		}
+	}
+	// No report: killed by us, or the helper died.
+	res.ExitCode = -1
+	if res.TimedOut || res.Canceled {
+		res.SignalNo = int(syscall.SIGKILL)
+		res.Signal = "SIGKILL"
+		return res, nil
+	}
+	return res, &SetupError{Op: "sandbox helper", Err: describeExit(waitErr)}
+}
+
+func describeExit(err error) string {
+	if err == nil {
+		return "exited without a report"
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by " + unix.SignalName(ws.Signal())
+		}
+		return fmt.Sprintf("exited with status %d without a report", ee.ExitCode())
+	}
+	return strings.TrimPrefix(err.Error(), "exec: ")
+}
+
+// bug marks a state that cannot happen, so it reads as ours to fix.
+func bug(err error) error {
+	return fmt.Errorf("bug in nanosandbox-mcp (please report): %w", err)
+}

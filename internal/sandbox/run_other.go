@@ -1,0 +1,23 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"runtime"
+)
+
+type osState struct{}
+
+// Probe reports the platform; nothing here can be enforced yet.
+func Probe() Capabilities {
+	return Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, Limits: "none"}
+}
+
+func (s *Sandbox) prepare() error { return ErrUnsupported }
+
+func (s *Sandbox) run(context.Context, *Command) (Result, error) {
+	return Result{}, ErrUnsupported
+}
+
+func childMain(string) {}

@@ -1,0 +1,102 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+)
+
+// ErrUnsupported is returned where this OS or architecture has no sandbox.
+var ErrUnsupported = errors.New("no sandbox for this platform")
+
+// Command is one program to run inside the sandbox.
+type Command struct {
+	// Path is the program: a bare name is looked up on PATH inside the
+	// sandbox; a name with a slash is taken relative to the workspace.
+	Path string
+	Args []string // arguments, not including the program name
+
+	// Stdin feeds the program. If nil, it reads EOF at once; the server's
+	// own stdin is never inherited.
+	Stdin io.Reader
+	// Stdout and Stderr receive the output. If nil, it is discarded. An
+	// *os.File is passed to the program as it is.
+	Stdout, Stderr io.Writer
+
+	// Timeout is the wall-clock limit. If zero, there is none.
+	Timeout time.Duration
+
+	// Signals, if non-nil, are passed on to the program as they arrive (the
+	// one-shot command line forwards Ctrl-C this way).
+	Signals <-chan os.Signal
+}
+
+// Result is how a command ended.
+type Result struct {
+	ExitCode int    // -1 when it did not exit on its own (signal, timeout, cancel)
+	Signal   string // name of the signal that ended it ("SIGKILL"), or ""
+	SignalNo int    // its number, or 0
+	TimedOut bool
+	Canceled bool // the context ended first: a cancelled call or a server shutdown
+	Duration time.Duration
+	Notes    []string // what the sandbox did that the model should know
+}
+
+// SetupError means the sandbox could not be built for this call; the
+// command did not run.
+type SetupError struct {
+	Op  string // "mount", "landlock_restrict_self", ...
+	Err string
+}
+
+func (e *SetupError) Error() string {
+	return fmt.Sprintf("sandbox setup failed: %s: %s", e.Op, e.Err)
+}
+
+// StartError means the sandbox was built but the program could not start:
+// not found, not executable, or hidden by the sandbox.
+type StartError struct {
+	Path     string
+	Err      string
+	NotFound bool
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("failed to start %q: %s", e.Path, e.Err)
+}
+
+// Sandbox runs commands under one policy. It is safe for concurrent use.
+type Sandbox struct {
+	pol  *policy.Policy
+	caps Capabilities
+	ph   placeholders
+	os   osState // what the OS half prepared once
+}
+
+// New prepares a sandbox for p on a machine with caps. It refuses what the
+// machine cannot hold, then does one dry run (everything but the program),
+// so a policy that cannot be built here fails now rather than on the first
+// call.
+func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
+	if r := caps.Refusal(); r != nil {
+		return nil, r
+	}
+	s := &Sandbox{pol: p, caps: caps}
+	if err := s.prepare(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run runs c and reports how it ended. The error is a *SetupError or a
+// *StartError when the program did not run; a program that ran and failed
+// is a Result with its exit code. When ctx ends, or c.Timeout passes, every
+// process of the call is killed before Run returns.
+func (s *Sandbox) Run(ctx context.Context, c *Command) (Result, error) {
+	return s.run(ctx, c)
+}

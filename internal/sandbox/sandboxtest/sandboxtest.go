@@ -1,0 +1,99 @@
+// Package sandboxtest holds helpers for tests that enforce something: they skip
+// with a reason where the machine lacks a kernel feature, and they run
+// restrictions in a subprocess, because a restriction cannot be undone.
+//
+// It imports only the standard library and x/sys, so the sandbox package's own
+// tests can use it.
+package sandboxtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+const childEnv = "_SANDBOXTEST_CHILD"
+
+// Require skips t unless the machine has capability, naming what is missing.
+// Capabilities: "linux", "landlock", "userns", "seccomp", "cgroup2", "root",
+// "nonroot".
+func Require(t testing.TB, capability string) {
+	t.Helper()
+	if reason := missing(capability); reason != "" {
+		t.Skipf("needs %s; %s", capability, reason)
+	}
+}
+
+func missing(capability string) string {
+	switch capability {
+	case "linux":
+		if runtime.GOOS != "linux" {
+			return "this is " + runtime.GOOS
+		}
+	case "landlock":
+		if runtime.GOOS != "linux" {
+			return "this is " + runtime.GOOS
+		}
+		if abi := landlockABI(); abi < 1 {
+			return "this kernel has no Landlock (needs Linux 5.13+ with lsm=landlock)"
+		}
+	case "userns":
+		if runtime.GOOS != "linux" {
+			return "this is " + runtime.GOOS
+		}
+		if err := userNamespaces(); err != nil {
+			return "unprivileged user namespaces are unavailable: " + err.Error()
+		}
+	case "seccomp":
+		if runtime.GOOS != "linux" {
+			return "this is " + runtime.GOOS
+		}
+		if !seccompAvailable() {
+			return "this kernel has no seccomp filter support"
+		}
+	case "cgroup2":
+		if reason := cgroup2Delegated(); reason != "" {
+			return reason
+		}
+	case "root":
+		if os.Geteuid() != 0 {
+			return "this test runs as root only"
+		}
+	case "nonroot":
+		if os.Geteuid() == 0 {
+			return "this test runs as an unprivileged user only"
+		}
+	default:
+		return fmt.Sprintf("unknown capability %q", capability)
+	}
+	return ""
+}
+
+// RunInSubprocess runs the calling test again, alone, in a fresh process of
+// the test binary. It returns true inside that process, where the test goes
+// on to do what cannot be undone; outside it returns false after the
+// subprocess ended, failing t if the subprocess failed.
+func RunInSubprocess(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		return true
+	}
+	parts := strings.Split(t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("subprocess failed: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "--- SKIP") {
+		t.Logf("subprocess output:\n%s", out)
+	}
+	return false
+}

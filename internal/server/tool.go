@@ -1,0 +1,82 @@
+package server
+
+import (
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+)
+
+const toolName = "run_command"
+
+// runCommandInput is exactly what a model may send: a program, its
+// arguments and its stdin. There is no field for paths, network, limits or
+// environment, so a model cannot ask for more than the launcher allowed.
+type runCommandInput struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	Stdin   *string  `json:"stdin,omitempty"`
+}
+
+// runCommandOutput is the structured result. ExitCode is -1 when there is
+// no exit status (killed by a signal, timed out, or never started).
+type runCommandOutput struct {
+	ExitCode           int    `json:"exit_code" jsonschema:"the program's exit status; -1 when it was killed or did not start"`
+	Signal             string `json:"signal" jsonschema:"the signal that ended the program, such as SIGKILL; empty if it exited"`
+	TimedOut           bool   `json:"timed_out" jsonschema:"true when the time limit killed the program"`
+	DurationMS         int64  `json:"duration_ms" jsonschema:"wall-clock time of the call in milliseconds"`
+	Stdout             string `json:"stdout" jsonschema:"standard output; if long, its head and tail around a marker"`
+	Stderr             string `json:"stderr" jsonschema:"standard error; if long, its head and tail around a marker"`
+	StdoutOmittedBytes int64  `json:"stdout_omitted_bytes" jsonschema:"bytes of stdout left out in the middle"`
+	StderrOmittedBytes int64  `json:"stderr_omitted_bytes" jsonschema:"bytes of stderr left out in the middle"`
+	Error              string `json:"error,omitempty" jsonschema:"why the call failed when it was refused, could not start, timed out or could not be sandboxed"`
+}
+
+// inputSchema is written by hand rather than inferred: args is a plain
+// "array" (inference gives ["null","array"], which some clients reject),
+// command must not be empty, and nothing else is accepted.
+func inputSchema() *jsonschema.Schema {
+	one := 1
+	return &jsonschema.Schema{
+		Type: "object",
+		Properties: map[string]*jsonschema.Schema{
+			"command": {
+				Type:        "string",
+				MinLength:   &one,
+				Description: `The program to run: a name looked up on PATH, or a path. No shell is implied; use "sh" with args ["-c", "..."] for one.`,
+			},
+			"args": {
+				Type:        "array",
+				Items:       &jsonschema.Schema{Type: "string"},
+				Description: "Its arguments, each passed as it is.",
+			},
+			"stdin": {
+				Type:        "string",
+				Description: "Text fed to its standard input, which is then closed. If absent, it reads end-of-file at once.",
+			},
+		},
+		PropertyOrder:        []string{"command", "args", "stdin"},
+		Required:             []string{"command"},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// tool describes run_command, with the effective policy in its description
+// so the model does not have to probe.
+func tool(p *policy.Policy) *mcp.Tool {
+	return &mcp.Tool{
+		Name:        toolName,
+		Title:       "Run a command in the sandbox",
+		Description: p.Describe(),
+		InputSchema: inputSchema(),
+		Annotations: &mcp.ToolAnnotations{
+			Title:           "Run a command in the sandbox",
+			ReadOnlyHint:    false,
+			DestructiveHint: boolPtr(true),  // it can change files in the workspace
+			IdempotentHint:  false,          // programs have effects
+			OpenWorldHint:   boolPtr(false), // no network: only the workspace
+		},
+	}
+}
