@@ -1,0 +1,273 @@
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The seccomp filter is the command's last layer (DESIGN.md §3): default
+// allow, plus a deny list for what namespaces, Landlock and the missing
+// capabilities leave reachable, and for kernel interfaces that widen the
+// attack surface without a use inside the sandbox. It is assembled by hand,
+// because a general deny-list library let a 32-bit `int $0x80` ptrace and a
+// TIOCSTI with a high bit set through.
+//
+// In order, for every syscall:
+//
+//   - a foreign calling convention (seccomp_data.arch other than the native
+//     one: i386 through `int $0x80` on amd64, AArch32 on arm64) kills the
+//     process; on amd64 so does the x32 bit in the syscall number. The deny
+//     list below is written in the native numbering, so any other numbering
+//     would slip past it;
+//   - a number above the last one reviewed (seccompArch.maxSyscall, compared
+//     unsigned, so negative ones too) fails with ENOSYS: a syscall added by a
+//     later kernel is refused until someone reads what it does. clone3 fails with ENOSYS too, because its flags sit
+//     in a struct in memory that seccomp cannot read; libc then falls back to
+//     clone, whose flags it can;
+//   - clone and unshare with a namespace flag, and the syscalls of
+//     seccompArch.denied (setns, ptrace, the mount API, ...), fail with EPERM,
+//     which programs report as "Operation not permitted";
+//   - ioctl TIOCSTI (push input into a terminal) and TIOCLINUX fail with
+//     EPERM; personality other than the default persona or a query fails
+//     with EPERM;
+//   - socket and socketpair in a family other than unix, inet, inet6 and
+//     netlink fail with EAFNOSUPPORT, as on a kernel built without that
+//     family (vsock, packet, alg, bluetooth...); inet and inet6 with
+//     IPPROTO_MPTCP fail with EPROTONOSUPPORT, as on a kernel without MPTCP
+//     (Landlock's TCP rules do not see MPTCP, and Go 1.24+ falls back to TCP).
+//
+// Everything else is allowed, including what the Go runtime needs between
+// the install and execve: futex, mmap, rt_sig*, clone for threads. Reviewed
+// and left allowed: calls gated by a capability the command lacks in the
+// initial namespace (iopl, ioperm, settimeofday, syslog, ...), calls that
+// only read what /proc already shows (statmount, listmount, listns), and
+// calls the kernel no longer has (which return ENOSYS on their own).
+
+// The filter reads struct seccomp_data (include/uapi/linux/seccomp.h):
+//
+//	struct seccomp_data {
+//		int   nr;                  // offset 0: syscall number, in arch's numbering
+//		__u32 arch;                // offset 4: AUDIT_ARCH_* of the calling convention
+//		__u64 instruction_pointer; // offset 8
+//		__u64 args[6];             // offset 16 + 8*i
+//	};
+//
+// Classic BPF loads 32-bit words. amd64 and arm64 are little-endian, and the
+// arch check admits only their little-endian AUDIT_ARCH values, so the low
+// half of args[i] is the word at 16+8*i. Only low halves are compared: every
+// argument inspected here is an int or unsigned int in the kernel (ioctl's
+// request, socket's family and protocol, personality's persona) or is
+// truncated to 32 bits by it (clone's flags; unshare's namespace flags are
+// all in the low half), so high bits cannot change what the kernel does, and
+// a request with high bits set is caught like one without.
+const (
+	seccompDataNr   = 0
+	seccompDataArch = 4
+	seccompDataArgs = 16
+)
+
+// seccompArgLow is the offset in seccomp_data of the low half of argument i.
+func seccompArgLow(i int) uint32 { return seccompDataArgs + 8*uint32(i) }
+
+// seccompArch is what the filter needs to know about one architecture: its
+// calling convention and syscall numbers, reviewed against the table of
+// golang.org/x/sys v0.50.0 for it.
+type seccompArch struct {
+	auditArch  uint32 // seccomp_data.arch of a native syscall
+	x32        bool   // whether numbers with __X32_SYSCALL_BIT select the x32 ABI (amd64)
+	maxSyscall uint32 // the last number reviewed; every one above fails with ENOSYS
+
+	// Syscalls whose arguments are inspected. clone's flags are its first
+	// argument on both amd64 and arm64 (CLONE_BACKWARDS only swaps tls and
+	// child_tid; s390's CLONE_BACKWARDS2 would move them, but it has no table).
+	clone, clone3, unshare, ioctl, personality, socket, socketpair uint32
+
+	// denied fail with EPERM whatever their arguments.
+	denied []uint32
+}
+
+// nativeSeccomp is set by seccomp_amd64.go or seccomp_arm64.go. It is nil on
+// an architecture whose syscall table nobody reviewed: seccompProgram refuses
+// it rather than install a filter written for other numbers.
+var nativeSeccomp *seccompArch
+
+const (
+	// x32SyscallBit is __X32_SYSCALL_BIT: on amd64 it selects the x32 ABI,
+	// whose numbers the deny list does not name.
+	x32SyscallBit = 0x40000000
+
+	// noSyscall is the number -1, which the kernel answers with ENOSYS on
+	// every ABI. It has the x32 bit set but is not an x32 call, so it gets
+	// ENOSYS rather than a kill.
+	noSyscall = 0xffffffff
+
+	// personaQuery is personality(0xffffffff), which only reads the persona.
+	personaQuery = 0xffffffff
+
+	// cloneNamespaces are the namespace flags clone takes. CLONE_NEWTIME
+	// (0x80) is not one of them: in clone's flags that bit belongs to
+	// CSIGNAL, the exit signal, so clone cannot make a time namespace.
+	cloneNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWUSER | unix.CLONE_NEWPID |
+		unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+	// unshareNamespaces are the namespace flags unshare takes.
+	unshareNamespaces = cloneNamespaces | unix.CLONE_NEWTIME
+)
+
+// seccompProgram returns the classic BPF program of the command's syscall
+// filter for the running architecture (runtime.GOARCH: amd64 or arm64). Pure:
+// no syscalls.
+func seccompProgram() ([]unix.SockFilter, error) {
+	if nativeSeccomp == nil {
+		return nil, fmt.Errorf("seccomp: no reviewed syscall table for linux/%s: %w", runtime.GOARCH, ErrUnsupported)
+	}
+	return bpfAssemble(nativeSeccomp.program())
+}
+
+// installSeccomp installs that filter with SECCOMP_FILTER_FLAG_TSYNC, so it
+// holds on every thread of the process. The caller has already set
+// no_new_privs on the calling thread (TSYNC sets it on the others); it is the
+// last thing done before execve, on a goroutine locked to its OS thread.
+func installSeccomp() error {
+	prog, err := seccompProgram()
+	if err != nil {
+		return err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(prog)
+	if errno != 0 {
+		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
+	}
+	if r != 0 {
+		// With TSYNC, a positive result is the id of a thread that could
+		// not take the filter (it has one of its own); nothing was installed.
+		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): thread %d cannot take the filter (SECCOMP_FILTER_FLAG_TSYNC)", r)
+	}
+	return nil
+}
+
+// program lays the filter out as described at the top of this file.
+func (a *seccompArch) program() []bpfInsn {
+	p := []bpfInsn{
+		bpfLoad(seccompDataArch),
+		{code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, k: a.auditArch, jt: 1},
+		bpfRet(unix.SECCOMP_RET_KILL_PROCESS),
+		bpfLoad(seccompDataNr),
+	}
+	if a.x32 {
+		// -1 jumps past the x32 check to the range check, which refuses it.
+		p = append(p,
+			bpfInsn{code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, k: noSyscall, jt: 2},
+			bpfInsn{code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, k: x32SyscallBit, jf: 1},
+			bpfRet(unix.SECCOMP_RET_KILL_PROCESS))
+	}
+	p = append(p, bpfInsn{code: unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K, k: a.maxSyscall, jf: 1})
+	p = append(p, bpfErrno(unix.ENOSYS)...)
+	p = append(p, bpfOnSyscall(a.clone3, bpfErrno(unix.ENOSYS))...)
+	for _, nr := range a.denied {
+		p = append(p, bpfOnSyscall(nr, bpfErrno(unix.EPERM))...)
+	}
+	p = append(p, bpfOnSyscall(a.clone,
+		bpfArgAnyBit(0, cloneNamespaces, bpfErrno(unix.EPERM), bpfAllow()))...)
+	p = append(p, bpfOnSyscall(a.unshare,
+		bpfArgAnyBit(0, unshareNamespaces, bpfErrno(unix.EPERM), bpfAllow()))...)
+	p = append(p, bpfOnSyscall(a.ioctl,
+		bpfArgIn(1, []uint32{unix.TIOCSTI, unix.TIOCLINUX}, bpfErrno(unix.EPERM), bpfAllow()))...)
+	p = append(p, bpfOnSyscall(a.personality,
+		bpfArgIn(0, []uint32{0, personaQuery}, bpfAllow(), bpfErrno(unix.EPERM)))...)
+	p = append(p, bpfOnSyscall(a.socket, seccompSocketFamilies())...)
+	p = append(p, bpfOnSyscall(a.socketpair, seccompSocketFamilies())...)
+	return append(p, bpfAllow()...)
+}
+
+// seccompSocketFamilies checks socket's or socketpair's family (argument 0) and, for
+// inet and inet6, protocol (argument 2).
+func seccompSocketFamilies() []bpfInsn {
+	inet := bpfArgIn(2, []uint32{unix.IPPROTO_MPTCP}, bpfErrno(unix.EPROTONOSUPPORT), bpfAllow())
+	return bpfArgIn(0, []uint32{unix.AF_UNIX, unix.AF_NETLINK}, bpfAllow(),
+		bpfArgIn(0, []uint32{unix.AF_INET, unix.AF_INET6}, inet, bpfErrno(unix.EAFNOSUPPORT)))
+}
+
+// bpfInsn is a classic BPF instruction whose jump offsets are not yet bounded
+// to the 8 bits of unix.SockFilter; bpfAssemble checks them.
+type bpfInsn struct {
+	code   uint16
+	jt, jf int // instructions skipped when the condition holds, or not
+	k      uint32
+}
+
+// The helpers below build fragments that never fall off their end: each ends
+// every path in a return. So a fragment guarded by bpfOnSyscall can be skipped
+// with the syscall number still in the accumulator, and fragments chain
+// without labels: every jump is forward, by the length of what it skips.
+
+func bpfLoad(off uint32) bpfInsn {
+	return bpfInsn{code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: off}
+}
+
+func bpfRet(action uint32) bpfInsn {
+	return bpfInsn{code: unix.BPF_RET | unix.BPF_K, k: action}
+}
+
+func bpfErrno(errno unix.Errno) []bpfInsn {
+	return []bpfInsn{bpfRet(unix.SECCOMP_RET_ERRNO | uint32(errno)&unix.SECCOMP_RET_DATA)}
+}
+
+func bpfAllow() []bpfInsn { return []bpfInsn{bpfRet(unix.SECCOMP_RET_ALLOW)} }
+
+// bpfOnSyscall runs body when the accumulator, holding the syscall number, is
+// nr, and skips it otherwise.
+func bpfOnSyscall(nr uint32, body []bpfInsn) []bpfInsn {
+	p := []bpfInsn{{code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, k: nr, jf: len(body)}}
+	return append(p, body...)
+}
+
+// bpfArgIn loads the low half of argument i: then runs when it is one of values,
+// otherwise when not.
+func bpfArgIn(i int, values []uint32, then, otherwise []bpfInsn) []bpfInsn {
+	p := []bpfInsn{bpfLoad(seccompArgLow(i))}
+	for j, v := range values {
+		// A match skips the values left and otherwise; a mismatch tries the
+		// next value, and the last falls into otherwise.
+		p = append(p, bpfInsn{code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, k: v, jt: len(values) - 1 - j + len(otherwise)})
+	}
+	return append(append(p, otherwise...), then...)
+}
+
+// bpfArgAnyBit loads the low half of argument i: then runs when it has any bit
+// of mask set, otherwise when not.
+func bpfArgAnyBit(i int, mask uint32, then, otherwise []bpfInsn) []bpfInsn {
+	p := []bpfInsn{bpfLoad(seccompArgLow(i)), {code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, k: mask, jt: len(otherwise)}}
+	return append(append(p, otherwise...), then...)
+}
+
+// bpfAssemble checks the program the kernel would refuse, or that would not do
+// what its layout says, and converts it: at most BPF_MAXINSNS instructions,
+// every jump forward within 255 and inside the program, the last a return.
+func bpfAssemble(p []bpfInsn) ([]unix.SockFilter, error) {
+	if len(p) == 0 || len(p) > unix.BPF_MAXINSNS {
+		return nil, fmt.Errorf("seccomp filter: %d instructions, want 1 to %d", len(p), unix.BPF_MAXINSNS)
+	}
+	if last := p[len(p)-1]; last.code != unix.BPF_RET|unix.BPF_K {
+		return nil, fmt.Errorf("seccomp filter: last instruction %#x is not a return", last.code)
+	}
+	out := make([]unix.SockFilter, len(p))
+	for i, in := range p {
+		if in.code&0x07 == unix.BPF_JMP { // BPF_CLASS
+			for _, j := range []int{in.jt, in.jf} {
+				if j < 0 || j > 0xff || i+1+j >= len(p) {
+					return nil, fmt.Errorf("seccomp filter: instruction %d jumps %d, outside the program or beyond 255", i, j)
+				}
+			}
+		} else if in.jt != 0 || in.jf != 0 {
+			return nil, fmt.Errorf("seccomp filter: instruction %d is no jump but has jump offsets", i)
+		}
+		out[i] = unix.SockFilter{Code: in.code, Jt: uint8(in.jt), Jf: uint8(in.jf), K: in.k}
+	}
+	return out, nil
+}
