@@ -144,14 +144,13 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 	// sit inside a writable root (a carve-out, planned per call).
 	for _, g := range p.Grants {
 		outer := regionAbove(regions, g.Path)
-		mk := outer != nil && outer.hidden
 		if g.Writable {
-			sp.ops = append(sp.ops, mountOp{Kind: opBindRW, Path: g.Path, Src: g.Path, Dir: g.Dir, Make: mk})
+			sp.ops = append(sp.ops, mountOp{Kind: opBindRW, Path: g.Path, Src: g.Path, Dir: g.Dir})
 			sp.writable = append(sp.writable, g.Path)
 			continue
 		}
 		if outer != nil && outer.hidden {
-			sp.ops = append(sp.ops, mountOp{Kind: opBindRO, Path: g.Path, Src: g.Path, Dir: g.Dir, Make: true})
+			sp.ops = append(sp.ops, mountOp{Kind: opBindRO, Path: g.Path, Src: g.Path, Dir: g.Dir})
 		}
 	}
 
@@ -170,7 +169,7 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 			}
 		}
 		if dir {
-			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: path, Dir: true, Mode: 0o700, Make: false})
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: path, Dir: true, Mode: 0o700})
 		} else {
 			sp.ops = append(sp.ops, mountOp{Kind: opMask, Path: path})
 		}
@@ -183,14 +182,13 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 	for _, s := range policy.SystemSecrets {
 		mask(s)
 	}
-	// A mount point inside a mask must be creatable too (a grant below it).
+	// A mount point inside a tree the sandbox owns (a tmpfs it made, the
+	// private home) may be created; anywhere else it must exist.
 	for i := range sp.ops {
 		op := &sp.ops[i]
-		if op.Kind != opBindRO && op.Kind != opBindRW {
-			continue
-		}
-		for _, m := range sp.ops {
-			if m.Kind == opHide && m.Path != op.Path && policy.Within(op.Path, m.Path) {
+		for _, o := range sp.ops {
+			owned := o.Kind == opTmpfs || o.Kind == opHide || o.Kind == opBindRW && p.PrivateHome != "" && o.Src == p.PrivateHome
+			if owned && o.Path != op.Path && policy.Within(op.Path, o.Path) {
 				op.Make = true
 			}
 		}

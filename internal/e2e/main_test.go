@@ -1,0 +1,270 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var (
+	serverBin string // the nanosandbox-mcp binary under test
+	attackBin string // internal/e2e/attack, run inside the sandbox
+)
+
+// secretValue is in the server's environment in every test; no command may
+// ever see it.
+const secretValue = "nsb-secret-6f1e2d"
+
+func TestMain(m *testing.M) {
+	serverBin, attackBin = os.Getenv("NANOSANDBOX_BIN"), os.Getenv("NANOSANDBOX_ATTACK_BIN")
+	var tmp string
+	if serverBin == "" || attackBin == "" {
+		var err error
+		tmp, err = os.MkdirTemp("", "nsb-e2e-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Chmod(tmp, 0o755)
+		for _, b := range []struct {
+			dst *string
+			pkg string
+		}{{&serverBin, "../.."}, {&attackBin, "./attack"}} {
+			if *b.dst != "" {
+				continue
+			}
+			*b.dst = filepath.Join(tmp, filepath.Base(b.pkg))
+			if b.pkg == "../.." {
+				*b.dst = filepath.Join(tmp, "nanosandbox-mcp")
+			}
+			cmd := exec.Command("go", "build", "-trimpath", "-o", *b.dst, b.pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b.pkg, err, out)
+				os.Exit(1)
+			}
+		}
+	}
+	code := m.Run()
+	if tmp != "" {
+		os.RemoveAll(tmp)
+	}
+	os.Exit(code)
+}
+
+// env is one test's world: a fake home holding credentials, a workspace
+// inside it, and the environment the server is started with.
+type env struct {
+	t    *testing.T
+	home string // HOME of the server
+	ws   string // the workspace, $HOME/proj
+	vars []string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the sandbox runs on Linux only for now")
+	}
+	home := t.TempDir()
+	ws := filepath.Join(home, "proj")
+	for _, f := range []struct{ path, body string }{
+		{"proj/README", "the workspace\n"},
+		{".ssh/id_ed25519", "PRIVATE KEY " + secretValue + "\n"},
+		{".aws/credentials", "[default]\naws_secret_access_key = " + secretValue + "\n"},
+		{".netrc", "machine example.com password " + secretValue + "\n"},
+		{"notes.txt", "home notes " + secretValue + "\n"},
+	} {
+		p := filepath.Join(home, f.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &env{t: t, home: home, ws: ws, vars: []string{
+		"HOME=" + home,
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+		"LANG=C.UTF-8",
+		"NSB_TEST_SECRET=" + secretValue,
+		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
+	}}
+}
+
+// run runs the one-shot form: nanosandbox-mcp --workspace WS FLAGS -- CMD...
+func (e *env) run(flags []string, cmd ...string) (stdout, stderr string, code int) {
+	e.t.Helper()
+	args := append([]string{"--workspace", e.ws}, flags...)
+	args = append(append(args, "--"), cmd...)
+	return e.runRaw(args...)
+}
+
+// sh runs a shell script in the one-shot form with no extra flags.
+func (e *env) sh(script string) (stdout, stderr string, code int) {
+	e.t.Helper()
+	return e.run(nil, "sh", "-c", script)
+}
+
+// runRaw runs the binary with exactly args.
+func (e *env) runRaw(args ...string) (stdout, stderr string, code int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, serverBin, args...)
+	cmd.Env = e.vars
+	cmd.Dir = e.ws
+	var o, s bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &s
+	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+		e.t.Fatalf("run %v: %v", args, err)
+	}
+	return o.String(), s.String(), exitCode(cmd.ProcessState)
+}
+
+// exitCode is a process's status as a shell reports it: 128+N for signal N.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// session is a running server and a client connected to it.
+type session struct {
+	*mcp.ClientSession
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+}
+
+// serve starts the server with flags and connects a go-sdk client over
+// stdio through CommandTransport.
+func (e *env) serve(flags ...string) *session {
+	e.t.Helper()
+	args := append([]string{"--workspace", e.ws}, flags...)
+	cmd := exec.Command(serverBin, args...)
+	cmd.Env = e.vars
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "nsb-e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		e.t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
+	}
+	s := &session{ClientSession: cs, cmd: cmd, stderr: &stderr}
+	e.t.Cleanup(func() { cs.Close() })
+	return s
+}
+
+// output is run_command's structured result.
+type output struct {
+	ExitCode           int    `json:"exit_code"`
+	Signal             string `json:"signal"`
+	TimedOut           bool   `json:"timed_out"`
+	DurationMS         int64  `json:"duration_ms"`
+	Stdout             string `json:"stdout"`
+	Stderr             string `json:"stderr"`
+	StdoutOmittedBytes int64  `json:"stdout_omitted_bytes"`
+	StderrOmittedBytes int64  `json:"stderr_omitted_bytes"`
+	Error              string `json:"error"`
+}
+
+// call calls run_command with arguments and decodes the result.
+func (s *session) call(t *testing.T, arguments map[string]any) (*mcp.CallToolResult, output) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	return s.callCtx(ctx, t, arguments)
+}
+
+func (s *session) callCtx(ctx context.Context, t *testing.T, arguments map[string]any) (*mcp.CallToolResult, output) {
+	t.Helper()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "run_command", Arguments: arguments})
+	if err != nil {
+		t.Fatalf("call %v: %v", arguments, err)
+	}
+	var out output
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("structured content %s: %v", b, err)
+		}
+	}
+	return res, out
+}
+
+// text is a result's text content.
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// shCall runs a shell script through run_command.
+func (s *session) sh(t *testing.T, script string) (*mcp.CallToolResult, output) {
+	t.Helper()
+	return s.call(t, map[string]any{"command": "sh", "args": []string{"-c", script}})
+}
+
+// processesWith lists host processes whose command line contains marker.
+func processesWith(marker string) []string {
+	var found []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(marker)) {
+			found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
+}
+
+// waitGone waits up to d for no host process to carry marker.
+func waitGone(t *testing.T, marker string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		left := processesWith(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left running: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// uniqueMarker returns a string to put in a command line and look for.
+func uniqueMarker(t *testing.T) string {
+	return fmt.Sprintf("nsbmark%d%d", os.Getpid(), time.Now().UnixNano()%1e9)
+}
+
+// sleepMarker returns a duration for sleep(1) that no other process has in
+// its command line: "sleep MARKER" sleeps over an hour and can be found.
+func sleepMarker() string {
+	return fmt.Sprintf("5%03d.%09d", os.Getpid()%1000, time.Now().UnixNano()%1e9)
+}
+
+func strconvItoa(i int) string { return fmt.Sprint(i) }
