@@ -1,0 +1,261 @@
+package policy
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// tree makes a small filesystem: a home with a project, a file and a
+// symlink to the project.
+func tree(t *testing.T) (root string) {
+	t.Helper()
+	root = t.TempDir()
+	root, _ = filepath.EvalSymlinks(root)
+	for _, d := range []string{"home/proj/sub", "home/other", "data"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "home/file.txt"), []byte("x"), 0o644)
+	os.Symlink(filepath.Join(root, "home/proj"), filepath.Join(root, "link"))
+	return root
+}
+
+func TestNewFlagErrors(t *testing.T) {
+	root := tree(t)
+	for _, tt := range []struct {
+		name string
+		o    Options
+		flag string
+		want string
+	}{
+		{"no workspace", Options{}, "--workspace", "is required"},
+		{"missing workspace", Options{Workspace: root + "/nope"}, "--workspace", "no such file or directory"},
+		{"workspace is a file", Options{Workspace: root + "/home/file.txt"}, "--workspace", "not a directory"},
+		{"workspace is root", Options{Workspace: "/"}, "--workspace", "root directory"},
+		{"missing writable", Options{Workspace: root + "/home/proj", Writable: []string{root + "/nope"}}, "--writable", "no such file"},
+		{"writable root", Options{Workspace: root + "/home/proj", Writable: []string{"/"}}, "--writable", "root directory"},
+		{"missing read-only", Options{Workspace: root + "/home/proj", ReadOnly: []string{root + "/nope"}}, "--read-only", "no such file"},
+		{"both read-only and writable", Options{Workspace: root + "/home/proj", Writable: []string{root + "/data"}, ReadOnly: []string{root + "/data"}}, "--read-only", "also given as --writable"},
+		{"read-only workspace", Options{Workspace: root + "/home/proj", ReadOnly: []string{root + "/link"}}, "--read-only", "also given as --workspace"},
+		{"negative timeout", Options{Workspace: root + "/home/proj", Timeout: -time.Second}, "--timeout", "must be positive"},
+		{"tiny output", Options{Workspace: root + "/home/proj", MaxOutputBytes: 10}, "--max-output", "out of range"},
+		{"huge output", Options{Workspace: root + "/home/proj", MaxOutputBytes: 1 << 30}, "--max-output", "out of range"},
+		{"no concurrency", Options{Workspace: root + "/home/proj", MaxConcurrent: -1}, "--max-concurrent", "out of range"},
+		{"bad env name", Options{Workspace: root + "/home/proj", Env: []string{"1X=2"}}, "--env", "not a variable name"},
+		{"empty env name", Options{Workspace: root + "/home/proj", Env: []string{"=2"}}, "--env", "not a variable name"},
+		{"reserved env", Options{Workspace: root + "/home/proj", Env: []string{"_NANOSANDBOX_CHILD=x"}}, "--env", "reserved"},
+		{"unset env", Options{Workspace: root + "/home/proj", Env: []string{"NOT_SET_HERE"}}, "--env", "not set in the server's environment"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.o)
+			var fe *FlagError
+			if !errors.As(err, &fe) {
+				t.Fatalf("got %v, want a *FlagError", err)
+			}
+			if fe.Flag != tt.flag || !strings.Contains(fe.Error(), tt.want) || fe.Hint == "" {
+				t.Errorf("got %s (hint %q), want %s ... %q with a hint", fe.Error(), fe.Hint, tt.flag, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewResolvesGrants(t *testing.T) {
+	root := tree(t)
+	p, err := New(Options{
+		Workspace: root + "/link", // a symlink to home/proj
+		Writable:  []string{root + "/data", root + "/data/"},
+		ReadOnly:  []string{root + "/home/proj/sub", root + "/home/file.txt"},
+		Home:      root + "/home",
+		StateDir:  root + "/state",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Grant{
+		{Path: root + "/home/proj", Writable: true, Dir: true, Flag: "--workspace"},
+		{Path: root + "/data", Writable: true, Dir: true, Flag: "--writable"},
+		{Path: root + "/home/proj/sub", Dir: true, Flag: "--read-only"},
+		{Path: root + "/home/file.txt", Flag: "--read-only"},
+	}
+	if diff := cmp.Diff(want, p.Grants); diff != "" {
+		t.Errorf("grants (-want +got):\n%s", diff)
+	}
+	if p.Workspace != root+"/home/proj" || p.Home != root+"/home" || p.HomeGranted {
+		t.Errorf("got workspace %q home %q granted %v", p.Workspace, p.Home, p.HomeGranted)
+	}
+	if !strings.HasPrefix(p.PrivateHome, root+"/state/homes/proj-") {
+		t.Errorf("got private home %q", p.PrivateHome)
+	}
+	if fi, err := os.Stat(p.PrivateHome); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("private home not created 0700: %v %v", fi, err)
+	}
+	if p.SandboxHome() != root+"/home" {
+		t.Errorf("got HOME %q, want the home path backed by the private home", p.SandboxHome())
+	}
+	if p.Timeout != DefaultTimeout || p.MaxOutputBytes != DefaultMaxOutputBytes || p.MaxConcurrent != DefaultMaxConcurrent {
+		t.Errorf("defaults: got %v %v %v", p.Timeout, p.MaxOutputBytes, p.MaxConcurrent)
+	}
+}
+
+func TestHomeGrantedByWorkspace(t *testing.T) {
+	root := tree(t)
+	p, err := New(Options{Workspace: root + "/home", Home: root + "/home", StateDir: root + "/state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.HomeGranted || p.PrivateHome != "" || p.SandboxHome() != root+"/home" {
+		t.Errorf("got granted %v private %q HOME %q", p.HomeGranted, p.PrivateHome, p.SandboxHome())
+	}
+}
+
+func TestPrivateHomeInsideWritableRefused(t *testing.T) {
+	root := tree(t)
+	_, err := New(Options{Workspace: root + "/home/proj", Writable: []string{root + "/data"}, Home: root + "/home", StateDir: root + "/data/state"})
+	var fe *FlagError
+	if !errors.As(err, &fe) || !strings.Contains(fe.Err, "private home") {
+		t.Fatalf("got %v, want a refusal naming the private home", err)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	root := tree(t)
+	p, err := New(Options{
+		Workspace: root + "/home/proj",
+		HostEnv:   []string{"PATH=/opt/bin:/usr/bin", "LANG=C.UTF-8", "LC_ALL=C", "OPENAI_API_KEY=sk-secret", "FOO=from-host", "SSH_AUTH_SOCK=/tmp/agent"},
+		Env:       []string{"FOO", "BAR=given", "PATH=/only"},
+		User:      "alice",
+		GitName:   "Alice",
+		GitEmail:  "alice@example.com",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"BAR=given",
+		"FOO=from-host",
+		"GIT_AUTHOR_EMAIL=alice@example.com",
+		"GIT_AUTHOR_NAME=Alice",
+		"GIT_COMMITTER_EMAIL=alice@example.com",
+		"GIT_COMMITTER_NAME=Alice",
+		"HOME=/tmp",
+		"LANG=C.UTF-8",
+		"LC_ALL=C",
+		"LOGNAME=alice",
+		"PATH=/only",
+		"PWD=" + root + "/home/proj",
+		"TERM=dumb",
+		"TMPDIR=/tmp",
+		"USER=alice",
+	}
+	if diff := cmp.Diff(want, p.Env()); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	p := &Policy{}
+	for _, tt := range []struct {
+		name    string
+		command string
+		args    []string
+		stdin   string
+		refused string
+	}{
+		{"plain", "ls", []string{"-la"}, "", ""},
+		{"empty", "", nil, "", "command is empty"},
+		{"NUL in command", "l\x00s", nil, "", "command contains a NUL byte"},
+		{"NUL in arg", "echo", []string{"ok", "a\x00b"}, "", "args[1] contains a NUL byte"},
+		{"NUL in stdin is data", "cat", nil, "a\x00b", ""},
+		{"too big", "cat", nil, strings.Repeat("x", MaxArgBytes), "over the"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Check(tt.command, tt.args, tt.stdin)
+			if tt.refused == "" {
+				if err != nil {
+					t.Fatalf("got %v, want allowed", err)
+				}
+				return
+			}
+			var d *Denial
+			if !errors.As(err, &d) || !strings.Contains(d.Reason, tt.refused) || !strings.HasPrefix(err.Error(), "refused: ") {
+				t.Fatalf("got %v, want a denial about %q", err, tt.refused)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{in: "0", want: 0},
+		{in: "512", want: 512},
+		{in: "512B", want: 512},
+		{in: "16KiB", want: 16 << 10},
+		{in: "16k", want: 16 << 10},
+		{in: "16 KB", want: 16 << 10},
+		{in: "1.5MiB", want: 3 << 19},
+		{in: "2G", want: 2 << 30},
+		{in: "1TiB", want: 1 << 40},
+		{in: "", bad: true},
+		{in: "KiB", bad: true},
+		{in: "12 parsecs", bad: true},
+		{in: "-1", bad: true},
+		{in: "1.2.3", bad: true},
+		{in: "99999999999TiB", bad: true},
+	} {
+		got, err := ParseSize(tt.in)
+		if tt.bad != (err != nil) || !tt.bad && got != tt.want {
+			t.Errorf("ParseSize(%q): got %d, %v; want %d (error %v)", tt.in, got, err, tt.want, tt.bad)
+		}
+	}
+	for _, n := range []int64{0, 1, 1023, 1024, 16 << 10, 1536, 3 << 19, 5 << 30} {
+		back, err := ParseSize(FormatSize(n))
+		if err != nil || back != n && n%1024 == 0 {
+			t.Errorf("FormatSize(%d) = %q, read back as %d, %v", n, FormatSize(n), back, err)
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	root := tree(t)
+	p, err := New(Options{Workspace: root + "/home/proj", Writable: []string{root + "/data"}, ReadOnly: []string{root + "/home/other"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Describe()
+	for _, want := range []string{root + "/home/proj", root + "/data", root + "/home/other", "No network", "50s", "16 KiB", "sh"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("description lacks %q:\n%s", want, d)
+		}
+	}
+	if n := strings.Count(d, "\n"); n > 3 {
+		t.Errorf("description has %d lines, want a few:\n%s", n+1, d)
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, tt := range []struct {
+		path, dir string
+		want      bool
+	}{
+		{"/a/b", "/a", true},
+		{"/a", "/a", true},
+		{"/ab", "/a", false},
+		{"/a", "/a/b", false},
+		{"/x", "/", true},
+	} {
+		if got := Within(tt.path, tt.dir); got != tt.want {
+			t.Errorf("Within(%q, %q): got %v, want %v", tt.path, tt.dir, got, tt.want)
+		}
+	}
+}
