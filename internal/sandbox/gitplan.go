@@ -48,8 +48,13 @@ func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, error) {
 		switch {
 		case !exists:
 			// No repository: a command must not create one whose hooks or
-			// config the host's git would obey.
-			add(protection{Path: dotgit, Dir: true, Placeholder: true})
+			// config the host's git would obey where the user works. Other
+			// writable grants (caches, output directories) that are not
+			// repositories are left as they are: a stand-in .git in each
+			// would be more intrusive than what it prevents.
+			if g.Path == p.Workspace {
+				add(protection{Path: dotgit, Dir: true, Placeholder: true})
+			}
 			continue
 		case symlink:
 			return nil, &SetupError{Op: "protect git", Err: fmt.Sprintf("%s is a symbolic link, which the sandbox cannot keep read-only; replace it with the directory or a \"gitdir:\" file", dotgit)}

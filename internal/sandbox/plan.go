@@ -143,13 +143,12 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 	// the host view does not already show them (a hidden tree) or where they
 	// sit inside a writable root (a carve-out, planned per call).
 	for _, g := range p.Grants {
-		outer := regionAbove(regions, g.Path)
 		if g.Writable {
 			sp.ops = append(sp.ops, mountOp{Kind: opBindRW, Path: g.Path, Src: g.Path, Dir: g.Dir})
 			sp.writable = append(sp.writable, g.Path)
 			continue
 		}
-		if outer != nil && outer.hidden {
+		if outerHidden(regions, g.Path) {
 			sp.ops = append(sp.ops, mountOp{Kind: opBindRO, Path: g.Path, Src: g.Path, Dir: g.Dir})
 		}
 	}
@@ -181,6 +180,18 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 	}
 	for _, s := range policy.SystemSecrets {
 		mask(s)
+	}
+	// A read-only grant inside a mask is shown again, by name.
+	for _, g := range p.Grants {
+		if g.Writable || outerHidden(regions, g.Path) {
+			continue // bound above
+		}
+		for _, m := range sp.ops {
+			if m.Kind == opHide && m.Path != g.Path && policy.Within(g.Path, m.Path) {
+				sp.ops = append(sp.ops, mountOp{Kind: opBindRO, Path: g.Path, Src: g.Path, Dir: g.Dir})
+				break
+			}
+		}
 	}
 	// A mount point inside a tree the sandbox owns (a tmpfs it made, the
 	// private home) may be created; anywhere else it must exist.
@@ -214,6 +225,12 @@ func regionAbove(regions []region, path string) *region {
 		}
 	}
 	return best
+}
+
+// outerHidden reports whether the deepest region above path is hidden.
+func outerHidden(regions []region, path string) bool {
+	r := regionAbove(regions, path)
+	return r != nil && r.hidden
 }
 
 func privateDirMode(d string) uint32 {
