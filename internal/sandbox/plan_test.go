@@ -128,7 +128,7 @@ func TestPlanStaticGrantsShowHiddenAgain(t *testing.T) {
 		Home:      "/home/u",
 		Grants: []policy.Grant{
 			{Path: "/tmp/ws", Writable: true, Dir: true},
-			{Path: "/home/u", Dir: true},                 // the whole home, read-only: credentials still masked
+			{Path: "/home/u", Dir: true},                   // the whole home, read-only: credentials still masked
 			{Path: "/home/u/.ssh/known_hosts", Dir: false}, // named by the user: shown inside the mask
 		},
 		HomeGranted: true,
@@ -245,7 +245,7 @@ func TestGitProtectionsLiftedByWritableGrant(t *testing.T) {
 func TestPlanCallPinsBeforeCarveOuts(t *testing.T) {
 	p := &policy.Policy{Workspace: "/w", Grants: []policy.Grant{
 		{Path: "/w", Writable: true, Dir: true},
-		{Path: "/w/a/b/ro", Dir: true},            // a carve-out two levels down
+		{Path: "/w/a/b/ro", Dir: true},                    // a carve-out two levels down
 		{Path: "/w/a/b/ro/rw", Writable: true, Dir: true}, // writable again inside it
 	}}
 	fs := newFakeFS("/w/a/b/ro/rw/", "/w/.git/hooks/", "/w/.git/config")
