@@ -26,7 +26,11 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	began := time.Now()
-	if _, err := sandbox.New(pol, caps); err != nil {
+	sb, err := sandbox.New(pol, caps)
+	if err == nil {
+		err = sb.DryRun()
+	}
+	if err != nil {
 		fmt.Fprintf(stdout, "verdict       FAILS: %s\n", err)
 		return exitRuntime
 	}

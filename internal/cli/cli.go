@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"os/user"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -119,9 +117,14 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		return fail(stderr, &usageError{msg: "--check runs no command", hint: "drop --check, or the command after --"})
 	}
 
-	caps := sandbox.Probe()
 	if f.check {
-		return check(f, caps, stdout, stderr)
+		return check(f, sandbox.Probe(), stdout, stderr)
+	}
+	// Serving proves every layer once at start; a one-shot command proves
+	// them by running, which saves a probe and a dry run.
+	caps := sandbox.QuickProbe()
+	if command == nil {
+		caps = sandbox.Probe()
 	}
 	if r := caps.Refusal(); r != nil {
 		return fail(stderr, r)
@@ -133,6 +136,11 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	sb, err := sandbox.New(pol, caps)
 	if err != nil {
 		return fail(stderr, err)
+	}
+	if command == nil {
+		if err := sb.DryRun(); err != nil {
+			return fail(stderr, err)
+		}
 	}
 	if command != nil {
 		return runOnce(ctx, sb, pol, command, stdin, stdout, stderr)
@@ -176,35 +184,6 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 		o.GitName, o.GitEmail = gitIdentity(f.workspace)
 	}
 	return policy.New(o)
-}
-
-// gitIdentity reads user.name and user.email as git would for the
-// workspace, so commits made inside the sandbox carry the user's identity
-// without the rest of ~/.gitconfig (which can hold tokens).
-func gitIdentity(dir string) (name, email string) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return "", ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, git, "config", "--get-regexp", `^user\.(name|email)$`)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.Output()
-	if err != nil && len(out) == 0 {
-		return "", ""
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		switch strings.ToLower(k) {
-		case "user.name":
-			name = v
-		case "user.email":
-			email = v
-		}
-	}
-	return name, email
 }
 
 // fail prints err for the person launching the server and returns its exit

@@ -1,12 +1,11 @@
 package sandbox
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/nanosandbox/nanosandbox-mcp/internal/gitconfig"
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
@@ -191,79 +190,18 @@ func readGitdirFile(fsys fsInfo, dotgit string) (string, bool) {
 }
 
 // parseGitConfig reads core.hooksPath and every include path from a git
-// config file. It understands what git writes: sections, subsections, quoted
-// values and comments; it does not follow includes.
+// config file. It does not follow includes: each included file inside a
+// writable root is protected instead.
 func parseGitConfig(b []byte) (hooksPath string, includes []string) {
-	section := ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				continue
-			}
-			head := line[1:end]
-			name, sub, hasSub := strings.Cut(head, " ")
-			section = strings.ToLower(strings.TrimSpace(name))
-			if hasSub {
-				section += " " + strings.TrimSpace(sub)
-			} else if dot := strings.IndexByte(section, '.'); dot >= 0 {
-				section = section[:dot] + " " + section[dot+1:] // [includeIf.x] legacy form
-			}
-			line = strings.TrimSpace(line[end+1:])
-			if line == "" {
-				continue
-			}
-		}
-		key, value, hasValue := strings.Cut(line, "=")
-		if !hasValue {
-			continue
-		}
-		key = strings.ToLower(strings.TrimSpace(key))
-		value = gitConfigValue(value)
-		secName, _, _ := strings.Cut(section, " ")
+	for _, e := range gitconfig.Parse(b) {
 		switch {
-		case section == "core" && key == "hookspath":
-			hooksPath = value
-		case (secName == "include" || secName == "includeif") && key == "path":
-			includes = append(includes, value)
+		case e.Section == "core" && e.Key == "hookspath":
+			hooksPath = e.Value
+		case (e.Section == "include" || e.Section == "includeif") && e.Key == "path":
+			includes = append(includes, e.Value)
 		}
 	}
 	return hooksPath, includes
-}
-
-// gitConfigValue unquotes a value and drops a trailing comment.
-func gitConfigValue(v string) string {
-	var b strings.Builder
-	quoted := false
-	v = strings.TrimSpace(v)
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c == '"':
-			quoted = !quoted
-		case c == '\\' && i+1 < len(v):
-			i++
-			switch v[i] {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			default:
-				b.WriteByte(v[i])
-			}
-		case (c == '#' || c == ';') && !quoted:
-			return strings.TrimSpace(b.String())
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return strings.TrimSpace(b.String())
 }
 
 // planCall completes the static plan with this call's carve-outs:

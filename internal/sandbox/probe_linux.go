@@ -14,13 +14,21 @@ import (
 // Probe finds what this machine can enforce. It starts one short-lived
 // process to prove user namespaces work.
 func Probe() Capabilities {
+	c := QuickProbe()
+	c.UserNS, c.UserNSFix = probeUserNS()
+	return c
+}
+
+// QuickProbe is Probe without starting a process: user namespaces are
+// assumed to work, and the first run says so if they do not (the one-shot
+// command line saves the probe's few milliseconds this way).
+func QuickProbe() Capabilities {
 	c := Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, Limits: "rlimits"}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		c.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	c.LandlockABI = landlockABI()
-	c.UserNS, c.UserNSFix = probeUserNS()
 	c.Seccomp = probeSeccomp()
 	return c
 }
@@ -48,6 +56,12 @@ func probeUserNS() (why, fix string) {
 	if err == nil {
 		return "", ""
 	}
+	return diagnoseUserNS(err)
+}
+
+// diagnoseUserNS explains why creating the sandbox's namespaces failed with
+// err, and how to allow it.
+func diagnoseUserNS(err error) (why, fix string) {
 	why = err.Error()
 	read := func(p string) string {
 		b, _ := os.ReadFile(p)

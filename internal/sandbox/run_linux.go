@@ -38,6 +38,10 @@ func (s *Sandbox) prepare() error {
 		Writable: writable,
 		Devices:  []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"},
 	}
+	return nil
+}
+
+func (s *Sandbox) dryRun() error {
 	_, err := s.start(context.Background(), &Command{}, true)
 	return err
 }
@@ -124,7 +128,8 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	if err != nil {
 		specW.Close()
 		repR.Close()
-		return Result{}, &SetupError{Op: "start sandbox helper", Err: err.Error()}
+		why, fix := diagnoseUserNS(err)
+		return Result{}, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix}
 	}
 	go func() {
 		specW.Write(raw)

@@ -14,7 +14,12 @@ func Probe() Capabilities {
 	return Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, Limits: "none"}
 }
 
+// QuickProbe is Probe.
+func QuickProbe() Capabilities { return Probe() }
+
 func (s *Sandbox) prepare() error { return ErrUnsupported }
+
+func (s *Sandbox) dryRun() error { return ErrUnsupported }
 
 func (s *Sandbox) run(context.Context, *Command) (Result, error) {
 	return Result{}, ErrUnsupported

@@ -79,9 +79,7 @@ type Sandbox struct {
 }
 
 // New prepares a sandbox for p on a machine with caps. It refuses what the
-// machine cannot hold, then does one dry run (everything but the program),
-// so a policy that cannot be built here fails now rather than on the first
-// call.
+// machine cannot hold; [Sandbox.DryRun] proves the rest.
 func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
 	if r := caps.Refusal(); r != nil {
 		return nil, r
@@ -92,6 +90,11 @@ func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
 	}
 	return s, nil
 }
+
+// DryRun builds the sandbox and applies every restriction, then stops short
+// of running a program: a policy that cannot be built here fails now rather
+// than on the first call.
+func (s *Sandbox) DryRun() error { return s.dryRun() }
 
 // Run runs c and reports how it ended. The error is a *SetupError or a
 // *StartError when the program did not run; a program that ran and failed

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestReadIdentityAgreesWithGit compares the fast path with git itself.
+func TestReadIdentityAgreesWithGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	home := t.TempDir()
+	repo := filepath.Join(home, "repo", "sub")
+	os.MkdirAll(repo, 0o755)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = Global Name\n\temail = global@example.com\n"), 0o644)
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(home, "repo")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	check := func(wantName, wantEmail string) {
+		t.Helper()
+		name, email, ok := readIdentity(repo)
+		if !ok {
+			t.Fatal("readIdentity gave up")
+		}
+		gn, ge := askGit(repo)
+		if name != wantName || email != wantEmail || gn != name || ge != email {
+			t.Errorf("got %q %q, git says %q %q, want %q %q", name, email, gn, ge, wantName, wantEmail)
+		}
+	}
+	check("Global Name", "global@example.com")
+	os.WriteFile(filepath.Join(home, "repo", ".git", "config"), []byte("[user]\n\temail = \"local@example.com\"\n"), 0o644)
+	check("Global Name", "local@example.com")
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = other\n"), 0o644)
+	if _, _, ok := readIdentity(repo); ok {
+		t.Error("readIdentity read through an include instead of asking git")
+	}
+}
