@@ -59,7 +59,8 @@ func Serve(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version
 	shutdownCtx, shutdown := context.WithCancel(ctx)
 	defer shutdown()
 	s, h := New(shutdownCtx, sb, pol, version, log)
-	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	in, out := newFraming(stdin, stdout, log) // the SDK ends the session on a malformed line
+	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
 	err := s.Run(shutdownCtx, t)
 	shutdown()
 	h.wait(shutdownGrace)
