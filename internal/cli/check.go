@@ -31,9 +31,14 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 		err = sb.DryRun()
 	}
 	if err != nil {
-		fmt.Fprintf(stdout, "verdict       FAILS: %s\n", err)
+		if r, ok := err.(*sandbox.Refusal); ok {
+			fmt.Fprintf(stdout, "verdict       REFUSED: %s\n              fix: %s\n", r.Cause, r.Fix)
+		} else {
+			fmt.Fprintf(stdout, "verdict       FAILS: %s\n", err)
+		}
 		return exitRuntime
 	}
+	fmt.Fprintf(stdout, "limits held   (each: value and mechanism)\n%s", sb.Mechanisms().Report(pol.Limits))
 	fmt.Fprintf(stdout, "policy        %s\n", indent(pol.Describe()))
 	fmt.Fprintf(stdout, "verdict       ok: the policy holds (dry run in %s)\n", time.Since(began).Round(100*time.Microsecond))
 	return exitOK

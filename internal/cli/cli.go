@@ -47,6 +47,12 @@ type flags struct {
 	timeout       time.Duration
 	maxOutput     sizeValue
 	maxConcurrent int
+	memory        sizeValue
+	maxProcesses  int
+	maxFileSize   sizeValue
+	tmpSize       sizeValue
+	cpuTime       time.Duration
+	cpus          float64
 	check         bool
 	version       bool
 	help          bool
@@ -66,6 +72,15 @@ func newFlags() *flags {
 	f.maxOutput = sizeValue(policy.DefaultMaxOutputBytes)
 	fs.Var(&f.maxOutput, "max-output", "output returned per stream (stdout, stderr); the head and tail are kept")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", policy.DefaultMaxConcurrent, "commands running at once; more calls wait")
+	f.memory = sizeValue(policy.DefaultMemoryBytes)
+	fs.Var(&f.memory, "memory", "memory of one command (cgroup v2), else of each of its processes (RLIMIT_DATA); 0 for none")
+	fs.IntVar(&f.maxProcesses, "max-processes", policy.DefaultMaxProcesses, "processes and threads of one command at once; 0 for none (root without cgroup v2: Linux 6.14+, 299 or more)")
+	f.maxFileSize = sizeValue(policy.DefaultMaxFileBytes)
+	fs.Var(&f.maxFileSize, "max-file-size", "largest file a command may write; 0 for none")
+	f.tmpSize = sizeValue(policy.DefaultTmpBytes)
+	fs.Var(&f.tmpSize, "tmp-size", "size of each private /tmp, /var/tmp, /run and /dev/shm; 0 for the kernel's default (half of RAM)")
+	fs.DurationVar(&f.cpuTime, "cpu-time", policy.DefaultCPUTime, "CPU time of each process of a command; 0 for none")
+	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth of one command, in CPUs (1.5 = one and a half); 0 for none (needs a delegated cgroup v2)")
 	fs.BoolVar(&f.check, "check", false, "say what this machine enforces and whether the policy holds, then exit (0 only if it holds)")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.BoolVarP(&f.help, "help", "h", false, "print this help and exit")
@@ -159,7 +174,15 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 		NoTimeout:      f.timeout == 0 || oneShot && !f.set.Changed("timeout"),
 		MaxOutputBytes: int(f.maxOutput),
 		MaxConcurrent:  f.maxConcurrent,
-		HostEnv:        os.Environ(),
+		Limits: policy.Limits{
+			MemoryBytes:  int64(f.memory),
+			MaxProcesses: f.maxProcesses,
+			MaxFileBytes: int64(f.maxFileSize),
+			TmpBytes:     int64(f.tmpSize),
+			CPUTime:      f.cpuTime,
+			CPUs:         f.cpus,
+		},
+		HostEnv: os.Environ(),
 	}
 	if f.timeout < 0 {
 		o.NoTimeout = false
@@ -240,8 +263,14 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, comma
 		return exitSetup
 	case res.TimedOut:
 		fmt.Fprintf(stderr, "%s: error: timed out after %s; every process of the command was killed\n", name, pol.Timeout)
+		if res.Limit != "" {
+			fmt.Fprintf(stderr, "%s: note: it had reached the %s\n", name, res.Limit)
+		}
 		return exitTimedOut
-	case res.SignalNo != 0:
+	case res.Limit != "":
+		fmt.Fprintf(stderr, "%s: error: stopped by the %s\n", name, res.Limit)
+	}
+	if res.SignalNo != 0 {
 		return 128 + res.SignalNo
 	}
 	return res.ExitCode

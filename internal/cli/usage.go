@@ -25,6 +25,8 @@ Options:
 	b.WriteString(f.set.FlagUsagesWrapped(100))
 	fmt.Fprintf(&b, `
 Sizes take B, KiB, MiB or GiB; durations take s, m or h (50s, 2m).
+Limits are per command. Without a delegated cgroup v2, memory is limited per
+process (RLIMIT_DATA); --check says what holds each limit here.
 A one-shot command (after --) has no time limit unless --timeout is given, and
 exits with its own status (128+N for signal N, 127 not found, 126 not
 executable, 125 sandbox setup failed, 124 timed out).

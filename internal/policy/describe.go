@@ -37,5 +37,32 @@ func (p *Policy) Describe() string {
 		b.WriteString("Calls have no time limit")
 	}
 	fmt.Fprintf(&b, "; output is cut to %s per stream (head and tail kept). Calls do not share processes or /tmp.", FormatSize(int64(p.MaxOutputBytes)))
+	if l := p.Limits.describe(); l != "" {
+		b.WriteString(" Limits: " + l + ".")
+	}
 	return b.String()
+}
+
+// describe lists the limits in force, shortly.
+func (l Limits) describe() string {
+	var parts []string
+	if l.MemoryBytes > 0 {
+		parts = append(parts, FormatSize(l.MemoryBytes)+" memory")
+	}
+	if l.MaxProcesses > 0 {
+		parts = append(parts, fmt.Sprintf("%d processes", l.MaxProcesses))
+	}
+	if l.MaxFileBytes > 0 {
+		parts = append(parts, FormatSize(l.MaxFileBytes)+" per file")
+	}
+	if l.TmpBytes > 0 {
+		parts = append(parts, FormatSize(l.TmpBytes)+" /tmp")
+	}
+	if l.CPUTime > 0 {
+		parts = append(parts, l.CPUTime.String()+" CPU time")
+	}
+	if l.CPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%g CPUs", l.CPUs))
+	}
+	return strings.Join(parts, ", ")
 }

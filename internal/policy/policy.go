@@ -22,6 +22,27 @@ const (
 	MaxMaxConcurrent      = 256
 )
 
+// Default resource limits: generous for builds and test suites, finite so
+// that no command can take the machine down.
+const (
+	DefaultMemoryBytes  = 4 << 30
+	DefaultMaxProcesses = 1024
+	DefaultMaxFileBytes = 4 << 30
+	DefaultTmpBytes     = 1 << 30
+	DefaultCPUTime      = 10 * time.Minute
+)
+
+// Limits bounds what one command may use. A zero field means no limit,
+// which only an explicit flag value of 0 asks for.
+type Limits struct {
+	MemoryBytes  int64         // the command's memory: all of it (cgroup) or each process's data (rlimit)
+	MaxProcesses int           // processes and threads at once
+	MaxFileBytes int64         // the largest file it may write
+	TmpBytes     int64         // each private tmpfs: /tmp, /var/tmp, /run, /dev/shm
+	CPUTime      time.Duration // CPU time of each process
+	CPUs         float64       // CPU bandwidth in CPUs (cgroup v2 only)
+}
+
 // Options is what the person launching the server asked for, before any path
 // is checked or resolved.
 type Options struct {
@@ -36,6 +57,8 @@ type Options struct {
 	NoTimeout      bool
 	MaxOutputBytes int // per stream; if zero, DefaultMaxOutputBytes
 	MaxConcurrent  int // if zero, DefaultMaxConcurrent
+	// Limits are taken as they are: the command line supplies the defaults.
+	Limits Limits
 
 	// HostEnv is the server's own environment (os.Environ()). Only LANG,
 	// LC_*, PATH and the names in Env are read from it.
@@ -82,6 +105,7 @@ type Policy struct {
 	Timeout        time.Duration // zero means none
 	MaxOutputBytes int
 	MaxConcurrent  int
+	Limits         Limits
 
 	env []string
 }
@@ -109,6 +133,10 @@ func New(o Options) (*Policy, error) {
 		Timeout:        o.Timeout,
 		MaxOutputBytes: o.MaxOutputBytes,
 		MaxConcurrent:  o.MaxConcurrent,
+		Limits:         o.Limits,
+	}
+	if err := checkLimits(o.Limits); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.NoTimeout:
@@ -206,6 +234,24 @@ func New(o Options) (*Policy, error) {
 	}
 	p.env = env
 	return p, nil
+}
+
+func checkLimits(l Limits) error {
+	switch {
+	case l.MemoryBytes < 0 || l.MemoryBytes > 0 && l.MemoryBytes < 16<<20:
+		return &FlagError{Flag: "--memory", Value: FormatSize(l.MemoryBytes), Err: "too small for any program", Hint: "pass 16MiB or more, for example --memory 2GiB, or 0 for no limit"}
+	case l.MaxProcesses < 0 || l.MaxProcesses > 0 && l.MaxProcesses < 8:
+		return &FlagError{Flag: "--max-processes", Value: fmt.Sprint(l.MaxProcesses), Err: "too small: a shell and its pipeline need several", Hint: "pass 8 or more, for example --max-processes 256, or 0 for no limit"}
+	case l.MaxFileBytes < 0 || l.MaxFileBytes > 0 && l.MaxFileBytes < 1<<20:
+		return &FlagError{Flag: "--max-file-size", Value: FormatSize(l.MaxFileBytes), Err: "too small", Hint: "pass 1MiB or more, or 0 for no limit"}
+	case l.TmpBytes < 0 || l.TmpBytes > 0 && l.TmpBytes < 1<<20:
+		return &FlagError{Flag: "--tmp-size", Value: FormatSize(l.TmpBytes), Err: "too small", Hint: "pass 1MiB or more, or 0 for no limit"}
+	case l.CPUTime < 0 || l.CPUTime > 0 && l.CPUTime < time.Second:
+		return &FlagError{Flag: "--cpu-time", Value: l.CPUTime.String(), Err: "too small", Hint: "pass 1s or more, or 0 for no limit"}
+	case l.CPUs < 0 || l.CPUs > 0 && l.CPUs < 0.01:
+		return &FlagError{Flag: "--cpus", Value: fmt.Sprint(l.CPUs), Err: "too small", Hint: "pass 0.01 or more, for example --cpus 1.5, or 0 for no limit"}
+	}
+	return nil
 }
 
 // resolve makes raw absolute and resolves its symlinks; it must exist.

@@ -9,10 +9,15 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
 // Descriptors every re-execution receives besides stdio.
@@ -32,6 +37,11 @@ type spec struct {
 	Env         []string      `json:"env"`
 	LandlockABI int           `json:"landlock_abi"`
 	Landlock    landlockRules `json:"landlock"`
+	Limits      policy.Limits `json:"limits"`
+	Mech        Mechanisms    `json:"mech"`
+	// Timeout is enforced by the helper, which can still say what the
+	// command was doing (the server kills it later if it does not).
+	Timeout time.Duration `json:"timeout,omitempty"`
 	// Probe builds everything, applies every restriction, then exits 0
 	// instead of running a program: a dry run that proves the policy holds.
 	Probe bool `json:"probe,omitempty"`
@@ -45,8 +55,11 @@ type report struct {
 }
 
 type exitReport struct {
-	Code   int `json:"code"`
-	Signal int `json:"signal"`
+	Code     int    `json:"code"`
+	Signal   int    `json:"signal"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Limit    string `json:"limit,omitempty"`   // the limit that stopped it, if one did
+	MaxRSS   int64  `json:"max_rss,omitempty"` // bytes, from wait4's rusage
 }
 
 func childMain(stage string) {
@@ -115,11 +128,19 @@ func helperMain() {
 	if err != nil {
 		fail(err)
 	}
-	if err := buildRoot(s.Ops); err != nil {
+	if err := buildRoot(s.Ops, s.Limits.TmpBytes); err != nil {
 		fail(err)
 	}
 	if err := loopbackUp(); err != nil {
 		fail(err)
+	}
+	if s.Mech.Processes == "pid namespace" {
+		// Root is not bound by RLIMIT_NPROC; this namespace's pid_max is
+		// (Linux 6.14+): pid 1 is this helper, the command gets the rest.
+		pidMax := strconv.Itoa(max(s.Limits.MaxProcesses+2, minPidMax))
+		if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(pidMax), 0); err != nil {
+			fail(fmt.Errorf("write /proc/sys/kernel/pid_max %s: %w", pidMax, unwrap(err)))
+		}
 	}
 	// Nothing inherited above the report pipe reaches the command.
 	if err := unix.CloseRange(reportFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
@@ -151,6 +172,19 @@ func helperMain() {
 	specW.Write(raw)
 	specW.Close()
 
+	var once sync.Once
+	finish := func(er *exitReport) {
+		once.Do(func() {
+			sendReport(rep, report{Exit: er})
+			os.Exit(0) // the kernel kills what is left in the pid namespace
+		})
+	}
+	if s.Timeout > 0 {
+		time.AfterFunc(s.Timeout, func() {
+			finish(&exitReport{Code: -1, Signal: int(unix.SIGKILL), TimedOut: true, Limit: s.limitHit(nil, nil)})
+		})
+	}
+
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
 	go func() {
@@ -161,7 +195,8 @@ func helperMain() {
 
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		var ru unix.Rusage
+		pid, err := unix.Wait4(-1, &ws, 0, &ru)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -171,7 +206,7 @@ func helperMain() {
 		if pid != proc.Pid {
 			continue // an orphan reparented to us
 		}
-		er := &exitReport{}
+		er := &exitReport{MaxRSS: ru.Maxrss * 1024}
 		switch {
 		case ws.Exited():
 			er.Code = ws.ExitStatus()
@@ -179,9 +214,70 @@ func helperMain() {
 			er.Code = -1
 			er.Signal = int(ws.Signal())
 		}
-		sendReport(rep, report{Exit: er})
-		os.Exit(0)
+		er.Limit = s.limitHit(&ws, &ru)
+		finish(er)
+		select {} // finish exits; a timeout may be exiting already
 	}
+}
+
+// limitHit names the limit that stopped the command, from how it ended
+// (ws, ru: nil on a timeout) and what is left in the sandbox: a signal
+// that only a limit sends, a process count at its limit, a full tmpfs, or a
+// failure at a peak near the per-process memory limit. Limits held by a
+// cgroup are read from the cgroup by the server instead.
+func (s *spec) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
+	l, m := s.Limits, s.Mech
+	// The signal that ended the program, or the one a shell reports as
+	// its status 128+N.
+	var sig unix.Signal
+	switch {
+	case ws != nil && ws.Signaled():
+		sig = ws.Signal()
+	case ws != nil && ws.Exited() && ws.ExitStatus() > 128:
+		sig = unix.Signal(ws.ExitStatus() - 128)
+	}
+	if sig != 0 {
+		switch sig {
+		case unix.SIGXCPU:
+			if m.CPUTime != "" {
+				return fmt.Sprintf("CPU time limit %s per process (%s)", l.CPUTime, m.CPUTime)
+			}
+		case unix.SIGXFSZ:
+			if m.FileSize != "" {
+				return fmt.Sprintf("file size limit %s (%s)", policy.FormatSize(l.MaxFileBytes), m.FileSize)
+			}
+		}
+	}
+	if (m.Processes == "rlimit" || m.Processes == "pid namespace") && countTasks()*10 >= l.MaxProcesses*9 {
+		return fmt.Sprintf("process limit %d (%s)", l.MaxProcesses, m.Processes)
+	}
+	if m.Tmp != "" {
+		for _, d := range append(append([]string(nil), policy.PrivateDirs...), "/dev/shm") {
+			var st unix.Statfs_t
+			if unix.Statfs(d, &st) == nil && st.Type == unix.TMPFS_MAGIC && st.Blocks > 0 && st.Bavail*100 < st.Blocks {
+				return fmt.Sprintf("%s size limit %s (%s)", d, policy.FormatSize(l.TmpBytes), m.Tmp)
+			}
+		}
+	}
+	abnormal := ws != nil && (ws.Signaled() || ws.Exited() && ws.ExitStatus() != 0)
+	if m.Memory == "rlimit" && abnormal && ru != nil && ru.Maxrss*1024*4 >= l.MemoryBytes*3 {
+		return fmt.Sprintf("memory limit %s per process (%s)", policy.FormatSize(l.MemoryBytes), m.Memory)
+	}
+	return ""
+}
+
+// countTasks counts the processes and threads in this pid namespace.
+func countTasks() int {
+	n := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if c := e.Name()[0]; c < '0' || c > '9' {
+			continue
+		}
+		tasks, _ := os.ReadDir("/proc/" + e.Name() + "/task")
+		n += max(len(tasks), 1)
+	}
+	return n
 }
 
 // execMain runs in the nested user namespace, as the caller. It applies the
@@ -197,6 +293,9 @@ func execMain() {
 	}
 	s, _, err := readSpec()
 	if err != nil {
+		fail(err)
+	}
+	if err := setRlimits(s.Limits, s.Mech); err != nil {
 		fail(err)
 	}
 	if err := unix.Chdir(s.Dir); err != nil {
@@ -232,6 +331,48 @@ func execMain() {
 		os.Exit(127)
 	}
 	os.Exit(126)
+}
+
+// maxOpenFiles bounds descriptors per process (kernel memory).
+const maxOpenFiles = 65536
+
+// setRlimits applies the limits held by rlimits, in this nested user
+// namespace: RLIMIT_NPROC counts the caller's processes and threads here,
+// that is, in this sandbox only. RLIMIT_DATA, not RLIMIT_AS: node cannot
+// start under a 512 MiB address-space limit but runs under a 512 MiB data
+// limit. No core dumps.
+func setRlimits(l policy.Limits, m Mechanisms) error {
+	set := func(name string, res int, v uint64) error {
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("setrlimit(%s, %d): %w", name, v, err)
+		}
+		return nil
+	}
+	var errs []error
+	if m.Memory == "rlimit" {
+		errs = append(errs, set("RLIMIT_DATA", unix.RLIMIT_DATA, uint64(l.MemoryBytes)))
+	}
+	if m.Processes == "rlimit" {
+		errs = append(errs, set("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(l.MaxProcesses)))
+	}
+	if m.FileSize == "rlimit" {
+		errs = append(errs, set("RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(l.MaxFileBytes)))
+	}
+	if m.CPUTime == "rlimit" {
+		// The soft limit sends SIGXCPU, which names the limit; the hard
+		// limit a second later kills a program that ignores it.
+		secs := uint64((l.CPUTime + time.Second - 1) / time.Second)
+		if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: secs, Max: secs + 1}); err != nil {
+			errs = append(errs, fmt.Errorf("setrlimit(RLIMIT_CPU, %d): %w", secs, err))
+		}
+	}
+	errs = append(errs, set("RLIMIT_CORE", unix.RLIMIT_CORE, 0))
+	var nofile unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil {
+		v := min(nofile.Max, maxOpenFiles)
+		errs = append(errs, set("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, v))
+	}
+	return errors.Join(errs...)
 }
 
 func envValue(env []string, name string) string {

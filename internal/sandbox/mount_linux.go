@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -26,7 +27,7 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // buildRoot assembles the command's mount tree and pivots into it
 // (DESIGN.md §3, steps 2 to 4). It runs in the helper, uid 0 in its own user
 // and mount namespaces.
-func buildRoot(ops []mountOp) error {
+func buildRoot(ops []mountOp, tmpBytes int64) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return &SetupError{Op: "mount --make-rprivate /", Err: err.Error()}
 	}
@@ -56,7 +57,7 @@ func buildRoot(ops []mountOp) error {
 	if err := buildProc(); err != nil {
 		return err
 	}
-	if err := buildDev(); err != nil {
+	if err := buildDev(tmpBytes); err != nil {
 		return err
 	}
 
@@ -104,7 +105,11 @@ func runOp(op mountOp) (int, error) {
 		if mode == 0 {
 			mode = 0o755
 		}
-		mfd, err := newTmpfs(fmt.Sprintf("%o", mode))
+		size := op.Size
+		if op.Kind == opHide {
+			size = 1 << 20 // holds mount points only, then sealed
+		}
+		mfd, err := newTmpfs(fmt.Sprintf("%o", mode), size)
 		if err != nil {
 			return -1, &SetupError{Op: "tmpfs " + op.Path, Err: err.Error()}
 		}
@@ -206,8 +211,9 @@ func cloneTree(path string, attr uint64, recursive bool) (int, error) {
 	return tree, nil
 }
 
-// newTmpfs returns a detached tmpfs mount with the given root mode.
-func newTmpfs(mode string) (int, error) {
+// newTmpfs returns a detached tmpfs mount with the given root mode and
+// size (0: the kernel's default).
+func newTmpfs(mode string, size int64) (int, error) {
 	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return -1, fmt.Errorf("fsopen: %w", err)
@@ -215,6 +221,11 @@ func newTmpfs(mode string) (int, error) {
 	defer unix.Close(fs)
 	if err := unix.FsconfigSetString(fs, "mode", mode); err != nil {
 		return -1, fmt.Errorf("fsconfig mode: %w", err)
+	}
+	if size > 0 {
+		if err := unix.FsconfigSetString(fs, "size", strconv.FormatInt(size, 10)); err != nil {
+			return -1, fmt.Errorf("fsconfig size: %w", err)
+		}
 	}
 	if err := unix.FsconfigCreate(fs); err != nil {
 		return -1, fmt.Errorf("fsconfig create: %w", err)
@@ -316,10 +327,10 @@ func buildProc() error {
 
 // buildDev replaces the host's /dev with a minimal one: a few devices bound
 // from the host, a private devpts and a private /dev/shm.
-func buildDev() error {
+func buildDev(tmpBytes int64) error {
 	dev := newRoot + "/dev"
 	unix.Unmount(dev, unix.MNT_DETACH) // the host's, copied with the tree
-	mfd, err := newTmpfs("755")
+	mfd, err := newTmpfs("755", 1<<20)
 	if err != nil {
 		return &SetupError{Op: "tmpfs /dev", Err: err.Error()}
 	}
@@ -354,7 +365,7 @@ func buildDev() error {
 	if err := unix.Mount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620"); err != nil {
 		return &SetupError{Op: "mount devpts", Err: err.Error()}
 	}
-	shm, err := newTmpfs("1777")
+	shm, err := newTmpfs("1777", tmpBytes)
 	if err != nil {
 		return &SetupError{Op: "tmpfs /dev/shm", Err: err.Error()}
 	}

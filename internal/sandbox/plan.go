@@ -36,6 +36,7 @@ type mountOp struct {
 	Src  string `json:"s,omitempty"` // host source of a bind; Path if empty
 	Dir  bool   `json:"d,omitempty"`
 	Mode uint32 `json:"m,omitempty"` // root mode of a tmpfs
+	Size int64  `json:"z,omitempty"` // size of a tmpfs in bytes; 0 for the kernel's default (half of RAM)
 	// Make allows the helper to create a missing mount point for this step,
 	// because it lies in a tree the sandbox owns (a tmpfs it made, or the
 	// private home). Elsewhere a missing target is an error.
@@ -110,7 +111,7 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 
 	for _, d := range policy.PrivateDirs {
 		if exists, dir, _ := fsys.Lstat(d); exists && dir {
-			sp.ops = append(sp.ops, mountOp{Kind: opTmpfs, Path: d, Dir: true, Mode: privateDirMode(d)})
+			sp.ops = append(sp.ops, mountOp{Kind: opTmpfs, Path: d, Dir: true, Mode: privateDirMode(d), Size: p.Limits.TmpBytes})
 			regions = append(regions, region{d, true})
 			sp.writable = append(sp.writable, d)
 		}

@@ -17,8 +17,14 @@ type Capabilities struct {
 	UserNS, UserNSFix string
 	// Seccomp is empty when seccomp filters are available, else why not.
 	Seccomp string
-	// Limits names the mechanism that holds resource limits.
-	Limits string
+	// Cgroup is the server's delegated cgroup v2 directory, where commands
+	// get their own cgroups; empty if there is none, and CgroupWhy says
+	// why. CgroupCPU reports the cpu controller there.
+	Cgroup, CgroupWhy string
+	CgroupCPU         bool
+	// PidNSMax reports a per-namespace pid_max (Linux 6.14+), which limits
+	// processes where RLIMIT_NPROC cannot (a root caller).
+	PidNSMax bool
 }
 
 // Refusal is a reason this machine cannot hold the policy, with the fix.
@@ -85,7 +91,11 @@ func (c Capabilities) Report() string {
 	}
 	fmt.Fprintf(&b, "landlock      %s\n", yes(c.LandlockABI >= 1, lab, "not in this kernel"))
 	fmt.Fprintf(&b, "seccomp       %s\n", yes(c.Seccomp == "", "filter with TSYNC, "+c.Arch+" syscall table", c.Seccomp))
-	fmt.Fprintf(&b, "limits        ok    %s\n", c.Limits)
+	if c.Cgroup != "" {
+		fmt.Fprintf(&b, "limits        ok    cgroup v2, delegated at %s\n", c.Cgroup)
+	} else {
+		fmt.Fprintf(&b, "limits        ok    rlimits, tmpfs sizes and the pid namespace (no cgroup v2: %s)\n", c.CgroupWhy)
+	}
 	fmt.Fprintf(&b, "network       ok    none (own network namespace, loopback only)\n")
 	return b.String()
 }

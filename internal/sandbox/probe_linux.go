@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -23,14 +24,26 @@ func Probe() Capabilities {
 // assumed to work, and the first run says so if they do not (the one-shot
 // command line saves the probe's few milliseconds this way).
 func QuickProbe() Capabilities {
-	c := Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, Limits: "rlimits"}
+	c := Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		c.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	c.LandlockABI = landlockABI()
 	c.Seccomp = probeSeccomp()
+	c.Cgroup, c.CgroupCPU, c.CgroupWhy = probeCgroup()
+	c.PidNSMax = kernelAtLeast(c.Kernel, 6, 14)
 	return c
+}
+
+// kernelAtLeast reports whether a kernel release ("6.18.44-...") is at
+// least major.minor.
+func kernelAtLeast(release string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(release, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 func probeSeccomp() string {

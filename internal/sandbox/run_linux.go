@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
 // namespaceFlags are the helper's new namespaces (DESIGN.md §3).
@@ -23,14 +25,35 @@ const namespaceFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLO
 // nothing should hold the pipes then, since the pid namespace died with it.
 const waitDelay = 2 * time.Second
 
+// timeoutGrace is how long after the timeout the server kills the helper
+// itself, should the helper (which enforces the timeout and reports what
+// the command was doing) not have ended the call.
+const timeoutGrace = 2 * time.Second
+
 type osState struct {
 	static   staticPlan
 	landlock landlockRules
 	uid, gid int
+	cgroups  *cgroupTree // nil unless a limit is held by cgroup v2
 }
 
 func (s *Sandbox) prepare() error {
 	s.os.uid, s.os.gid = os.Getuid(), os.Getgid()
+	if s.mech.Memory == "cgroup" || s.mech.Processes == "cgroup" || s.mech.CPUs == "cgroup" {
+		tree, err := adoptCgroup(s.caps.Cgroup, s.mech.CPUs == "cgroup")
+		if err != nil {
+			// The probe was too hopeful: hold the limits without cgroups,
+			// or refuse those that need them.
+			s.caps.Cgroup, s.caps.CgroupWhy = "", "the delegated cgroup is unusable: "+err.Error()
+			mech, r := mechanisms(s.pol.Limits, s.caps, s.os.uid)
+			if r != nil {
+				return r
+			}
+			s.mech = mech
+		} else {
+			s.os.cgroups = tree
+		}
+	}
 	s.os.static = planStatic(s.pol, hostFS{})
 	writable := append([]string{"/dev/shm"}, s.os.static.writable...)
 	s.os.landlock = landlockRules{
@@ -72,10 +95,26 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		Env:         s.pol.Env(),
 		LandlockABI: s.caps.LandlockABI,
 		Landlock:    s.os.landlock,
+		Limits:      s.pol.Limits,
+		Mech:        s.mech,
+		Timeout:     c.Timeout,
 		Probe:       probe,
 	})
 	if err != nil {
 		return Result{}, bug(err)
+	}
+
+	var cg *cmdCgroup
+	if s.os.cgroups != nil {
+		cg, err = s.os.cgroups.create(s.pol.Limits, s.mech)
+		if err != nil {
+			return Result{}, &SetupError{Op: "cgroup", Err: err.Error()}
+		}
+		defer func() {
+			if cg != nil {
+				cg.remove()
+			}
+		}()
 	}
 
 	specR, specW, err := os.Pipe()
@@ -105,6 +144,11 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 			Setsid:                     true,
 			Pdeathsig:                  syscall.SIGKILL,
 		},
+	}
+	if cg != nil {
+		// Born in its cgroup (CLONE_INTO_CGROUP): nothing runs outside it.
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = cg.fd
 	}
 
 	// Pdeathsig follows the thread that forked, not the process: start and
@@ -151,7 +195,7 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 
 	var timeout <-chan time.Time
 	if c.Timeout > 0 {
-		t := time.NewTimer(c.Timeout)
+		t := time.NewTimer(c.Timeout + timeoutGrace)
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -184,6 +228,12 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	}
 	rs := <-reports
 	res.Duration = time.Since(began)
+	var cgo cgroupOutcome
+	if cg != nil {
+		cgo = cg.finish()
+		cg = nil
+		res.MemoryPeakBytes = cgo.memoryPeak
+	}
 
 	for _, r := range rs {
 		switch {
@@ -193,6 +243,12 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 			return res, r.Start
 		}
 	}
+	switch {
+	case cgo.oomKilled:
+		res.Limit = fmt.Sprintf("memory limit %s (cgroup)", policy.FormatSize(s.pol.Limits.MemoryBytes))
+	case cgo.pidsAtMax:
+		res.Limit = fmt.Sprintf("process limit %d (cgroup)", s.pol.Limits.MaxProcesses)
+	}
 	for _, r := range rs {
 		if r.Exit != nil {
 			res.ExitCode = r.Exit.Code
@@ -200,6 +256,13 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 				res.ExitCode = -1
 				res.SignalNo = r.Exit.Signal
 				res.Signal = unix.SignalName(syscall.Signal(r.Exit.Signal))
+			}
+			res.TimedOut = res.TimedOut || r.Exit.TimedOut
+			if res.Limit == "" {
+				res.Limit = r.Exit.Limit
+			}
+			if res.MemoryPeakBytes == 0 {
+				res.MemoryPeakBytes = r.Exit.MaxRSS
 			}
 			return res, nil
 		}

@@ -11,7 +11,7 @@ type osState struct{}
 
 // Probe reports the platform; nothing here can be enforced yet.
 func Probe() Capabilities {
-	return Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, Limits: "none"}
+	return Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, CgroupWhy: "not Linux"}
 }
 
 // QuickProbe is Probe.

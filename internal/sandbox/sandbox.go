@@ -44,7 +44,13 @@ type Result struct {
 	TimedOut bool
 	Canceled bool // the context ended first: a cancelled call or a server shutdown
 	Duration time.Duration
-	Notes    []string // what the sandbox did that the model should know
+	// Limit names the limit that stopped the command, with its value and
+	// mechanism ("memory limit 4 GiB (cgroup)"), or is empty.
+	Limit string
+	// MemoryPeakBytes is the command's peak memory: its whole cgroup's, or
+	// else its largest process's resident size; 0 if unknown.
+	MemoryPeakBytes int64
+	Notes           []string // what the sandbox did that the model should know
 }
 
 // SetupError means the sandbox could not be built for this call; the
@@ -74,6 +80,7 @@ func (e *StartError) Error() string {
 type Sandbox struct {
 	pol  *policy.Policy
 	caps Capabilities
+	mech Mechanisms
 	ph   placeholders
 	os   osState // what the OS half prepared once
 }
@@ -84,12 +91,23 @@ func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
 	if r := caps.Refusal(); r != nil {
 		return nil, r
 	}
-	s := &Sandbox{pol: p, caps: caps}
+	mech, r := mechanisms(p.Limits, caps, os.Getuid())
+	if r != nil {
+		return nil, r
+	}
+	s := &Sandbox{pol: p, caps: caps, mech: mech}
 	if err := s.prepare(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// Mechanisms names what holds each limit.
+func (s *Sandbox) Mechanisms() Mechanisms { return s.mech }
+
+// Capabilities is what the machine was found to enforce, as adjusted when
+// the sandbox was prepared (a delegated cgroup that proved unusable).
+func (s *Sandbox) Capabilities() Capabilities { return s.caps }
 
 // DryRun builds the sandbox and applies every restriction, then stops short
 // of running a program: a policy that cannot be built here fails now rather

@@ -189,6 +189,8 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 		Signal:     r.Signal,
 		TimedOut:   r.TimedOut,
 		DurationMS: r.Duration.Milliseconds(),
+
+		MemoryPeakBytes: r.MemoryPeakBytes,
 	}
 	out.Stdout, out.StdoutOmittedBytes = stdout.Text()
 	out.Stderr, out.StderrOmittedBytes = stderr.Text()
@@ -210,6 +212,12 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 	case r.Canceled:
 		isError = true
 		first = "cancelled; process group killed; partial output follows"
+	case r.Limit != "" && r.Signal != "":
+		isError = true
+		first = fmt.Sprintf("killed: %s (%s)", r.Limit, r.Signal)
+	case r.Limit != "":
+		isError = true
+		first = fmt.Sprintf("stopped: %s reached; exit status %d", r.Limit, r.ExitCode)
 	case r.Signal != "":
 		first = "killed by signal " + r.Signal
 	default:
@@ -238,6 +246,9 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 	}
 	if out.StdoutOmittedBytes > 0 || out.StderrOmittedBytes > 0 {
 		fmt.Fprintf(&b, "note: output is cut to %s per stream (head and tail kept); redirect it to a file in the workspace and read parts of it to see the rest\n", policy.FormatSize(int64(h.pol.MaxOutputBytes)))
+	}
+	if r.TimedOut && r.Limit != "" {
+		fmt.Fprintf(&b, "note: it had reached the %s\n", r.Limit)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)

@@ -29,7 +29,8 @@ type runCommandOutput struct {
 	Stderr             string `json:"stderr" jsonschema:"standard error; if long, its head and tail around a marker"`
 	StdoutOmittedBytes int64  `json:"stdout_omitted_bytes" jsonschema:"bytes of stdout left out in the middle"`
 	StderrOmittedBytes int64  `json:"stderr_omitted_bytes" jsonschema:"bytes of stderr left out in the middle"`
-	Error              string `json:"error,omitempty" jsonschema:"why the call failed when it was refused, could not start, timed out or could not be sandboxed"`
+	MemoryPeakBytes    int64  `json:"memory_peak_bytes" jsonschema:"peak memory of the whole command (cgroup v2), else of its largest process; 0 if unknown"`
+	Error              string `json:"error,omitempty" jsonschema:"why the call failed when it was refused, could not start, timed out, was stopped by a limit or could not be sandboxed"`
 }
 
 // inputSchema is written by hand rather than inferred: args is a plain

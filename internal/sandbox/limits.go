@@ -1,0 +1,99 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+)
+
+// Mechanisms names what holds each limit on this machine: "cgroup",
+// "rlimit", "pid namespace", "tmpfs", or "" when the limit is off.
+type Mechanisms struct {
+	Memory, Processes, FileSize, Tmp, CPUTime, CPUs string
+}
+
+// minPidMax is the smallest pid_max the kernel accepts (RESERVED_PIDS+1).
+const minPidMax = 301
+
+// mechanisms chooses how each limit of l is held on a machine with caps, or
+// refuses a limit nothing here can hold. uid is the caller's: RLIMIT_NPROC
+// does not bind root.
+func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refusal) {
+	var m Mechanisms
+	cg := caps.Cgroup != ""
+	if l.MemoryBytes > 0 {
+		m.Memory = "rlimit"
+		if cg {
+			m.Memory = "cgroup"
+		}
+	}
+	if l.MaxProcesses > 0 {
+		switch {
+		case cg:
+			m.Processes = "cgroup"
+		case uid != 0:
+			m.Processes = "rlimit"
+		case caps.PidNSMax && l.MaxProcesses+2 >= minPidMax:
+			m.Processes = "pid namespace"
+		case caps.PidNSMax:
+			return m, &Refusal{
+				Cause: fmt.Sprintf("--max-processes %d cannot be held for a root caller here: RLIMIT_NPROC does not bind root, there is no delegated cgroup v2 (%s), and a pid namespace's pid_max cannot go below %d", l.MaxProcesses, caps.CgroupWhy, minPidMax),
+				Fix:   fmt.Sprintf("pass --max-processes %d or more, run the server as a regular user, or give it a delegated cgroup v2 (systemd-run --scope -p Delegate=yes ...)", minPidMax-2),
+			}
+		default:
+			return m, &Refusal{
+				Cause: fmt.Sprintf("--max-processes cannot be held for a root caller here: RLIMIT_NPROC does not bind root, there is no delegated cgroup v2 (%s), and this kernel (%s) has no per-namespace pid_max (Linux 6.14+)", caps.CgroupWhy, caps.Kernel),
+				Fix:   "run the server as a regular user, give it a delegated cgroup v2 (systemd-run --scope -p Delegate=yes ...), or pass --max-processes 0 to run without a process limit",
+			}
+		}
+	}
+	if l.MaxFileBytes > 0 {
+		m.FileSize = "rlimit"
+	}
+	if l.TmpBytes > 0 {
+		m.Tmp = "tmpfs"
+	}
+	if l.CPUTime > 0 {
+		m.CPUTime = "rlimit"
+	}
+	if l.CPUs > 0 {
+		if !cg {
+			return m, &Refusal{
+				Cause: "--cpus needs a delegated cgroup v2 (cpu.max), and there is none: " + caps.CgroupWhy,
+				Fix:   "start the server under systemd-run --user --scope -p Delegate=yes (or as a systemd service with Delegate=yes), or drop --cpus",
+			}
+		}
+		if !caps.CgroupCPU {
+			return m, &Refusal{
+				Cause: "--cpus needs the cpu controller in the delegated cgroup " + caps.Cgroup + ", and it is not there",
+				Fix:   "delegate the cpu controller (Delegate=cpu memory pids), or drop --cpus",
+			}
+		}
+		m.CPUs = "cgroup"
+	}
+	return m, nil
+}
+
+// Report lists each limit with its value and mechanism, one per line.
+func (m Mechanisms) Report(l policy.Limits) string {
+	var b strings.Builder
+	line := func(name, value, mech string) {
+		if mech == "" {
+			fmt.Fprintf(&b, "  %-14s none\n", name)
+			return
+		}
+		fmt.Fprintf(&b, "  %-14s %s (%s)\n", name, value, mech)
+	}
+	scope := "per process"
+	if m.Memory == "cgroup" {
+		scope = "for the whole command"
+	}
+	line("memory", policy.FormatSize(l.MemoryBytes)+" "+scope, m.Memory)
+	line("processes", fmt.Sprint(l.MaxProcesses), m.Processes)
+	line("file size", policy.FormatSize(l.MaxFileBytes), m.FileSize)
+	line("tmp size", policy.FormatSize(l.TmpBytes)+" each for /tmp, /var/tmp, /run, /dev/shm", m.Tmp)
+	line("cpu time", l.CPUTime.String()+" per process", m.CPUTime)
+	line("cpus", fmt.Sprint(l.CPUs), m.CPUs)
+	return b.String()
+}
