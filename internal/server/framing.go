@@ -30,8 +30,9 @@ const readChunkBytes = 64 << 10
 // idle server does not hold on to the memory of one big call.
 const keepLineBufferBytes = 1 << 20
 
-// Log lines about bad input are limited to logBurst per logWindow, so a
-// client that sends garbage in a loop cannot flood stderr (a client that
+// Log lines about bad input (other than over-long lines, which cost a
+// client 16 MiB each) are limited to logBurst per logWindow, so a client
+// that sends garbage in a loop cannot flood stderr (a client that
 // pipes stderr and never reads it would wedge the server).
 const (
 	logBurst  = 10
@@ -223,7 +224,11 @@ func (f *framing) rejectBatch(msg []byte) {
 // rejectLong answers a line over the limit, given its first f.max bytes.
 func (f *framing) rejectLong(head []byte, total int64) {
 	sh := leadingID(head)
-	f.warn("dropped a line over the size limit", "bytes", total, "limit", f.max)
+	// Always logged: it is rare, and a client that sends one has a bug
+	// worth seeing.
+	if f.log != nil {
+		f.log.Warn("dropped a line over the size limit", "bytes", total, "limit", f.max)
+	}
 	if sh.response {
 		return
 	}

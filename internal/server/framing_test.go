@@ -229,6 +229,16 @@ func TestFramingLogIsLimited(t *testing.T) {
 	if n := strings.Count(log.String(), "\n"); n != logBurst {
 		t.Errorf("%d log lines for 1000 bad lines, want %d", n, logBurst)
 	}
+	// A line over the limit is always logged.
+	log.Reset()
+	f, _ = newFraming(strings.NewReader(strings.Repeat("garbage\n", 100)+strings.Repeat("x", 100)+"\n"), io.Discard, slog.New(slog.NewTextHandler(&log, nil)))
+	f.max = 50
+	if _, err := io.ReadAll(f); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "over the size limit") {
+		t.Errorf("log %q does not mention the long line", log.String())
+	}
 }
 
 // session is a real MCP server speaking through a framing, over pipes.
