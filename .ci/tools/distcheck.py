@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""Checks .ci/dist-test makes on release artifacts and installed wrappers.
+
+Standard library only. Subcommands:
+
+  binaries DIST            every Binary in DIST/artifacts.json: Linux ones are
+                           static ELF for their CPU (no PT_INTERP, no
+                           PT_DYNAMIC), darwin ones Mach-O for their CPU
+  archives DIST            every archive holds LICENSE, README.md and the
+                           binary (mode 0755, same bytes); checksums.txt holds
+  elf-machine FILE         print the ELF machine of FILE (x86_64, aarch64)
+  roundtrip [--version V] -- CMD...
+                           start CMD as an MCP server over stdio: initialize
+                           (2025-11-25), notifications/initialized, tools/list,
+                           tools/call run_command echo hi; stdin stays open
+                           until the replies arrive, then closes; CMD must
+                           exit 0
+  sigterm-during-call [--also ARG] -- CMD...
+                           start CMD as an MCP server, call run_command with
+                           a long sleep, SIGTERM CMD's process while it runs,
+                           then check that no process is left whose argv
+                           holds the sleep's argument (or an --also ARG)
+  sigterm-oneshot [--also ARG] -- CMD...
+                           same for a one-shot CMD (CMD + sleep N) 
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tarfile
+import time
+
+# ELF e_machine and Mach-O cputype for each GOARCH.
+ELF_MACHINE = {"amd64": 62, "arm64": 183}
+ELF_MACHINE_NAME = {62: "x86_64", 183: "aarch64"}
+MACHO_CPU = {"amd64": 0x01000007, "arm64": 0x0100000C}
+PT_DYNAMIC, PT_INTERP = 2, 3
+MH_MAGIC_64, MH_EXECUTE = 0xFEEDFACF, 2
+LC_BUILD_VERSION = 0x32
+
+PROTOCOL_VERSION = "2025-11-25"
+
+
+class CheckError(Exception):
+    pass
+
+
+def ok(msg):
+    print(f"  ok  {msg}", flush=True)
+
+
+def elf_info(data):
+    """Return (e_machine, [p_type...]) of a 64-bit little-endian ELF file."""
+    if data[:4] != b"\x7fELF":
+        raise CheckError("not an ELF file")
+    if data[4] != 2 or data[5] != 1:
+        raise CheckError("not a 64-bit little-endian ELF file")
+    (e_type, e_machine, _ver, _entry, e_phoff, _shoff, _flags, _ehsize,
+     e_phentsize, e_phnum) = struct.unpack_from("<HHIQQQIHHH", data, 16)
+    types = []
+    for i in range(e_phnum):
+        (p_type,) = struct.unpack_from("<I", data, e_phoff + i * e_phentsize)
+        types.append(p_type)
+    return e_type, e_machine, types
+
+
+def macho_info(data):
+    """Return (cputype, filetype, minos) of a 64-bit Mach-O file."""
+    (magic, cputype, _sub, filetype, ncmds, _size, _flags) = struct.unpack_from("<IiiIIII", data, 0)
+    if magic != MH_MAGIC_64:
+        raise CheckError(f"not a 64-bit Mach-O file (magic {magic:#x})")
+    off, minos = 32, None
+    for _ in range(ncmds):
+        cmd, cmdsize = struct.unpack_from("<II", data, off)
+        if cmd == LC_BUILD_VERSION:
+            (_platform, packed) = struct.unpack_from("<II", data, off + 8)
+            minos = f"{packed >> 16}.{(packed >> 8) & 0xFF}"
+        off += cmdsize
+    return cputype & 0xFFFFFFFF, filetype, minos
+
+
+def load_artifacts(dist):
+    with open(os.path.join(dist, "artifacts.json"), encoding="utf-8") as f:
+        artifacts = json.load(f)
+    root = os.path.dirname(os.path.abspath(dist))
+
+    def resolve(p):
+        return p if os.path.isabs(p) else os.path.join(root, p)
+
+    return artifacts, resolve
+
+
+def check_binaries(dist):
+    artifacts, resolve = load_artifacts(dist)
+    seen = set()
+    for a in artifacts:
+        if a.get("type") != "Binary":
+            continue
+        goos, goarch = a["goos"], a["goarch"]
+        path = resolve(a["path"])
+        with open(path, "rb") as f:
+            data = f.read()
+        size = f"{len(data) / 1e6:.1f} MB"
+        if goos == "linux":
+            e_type, machine, phdrs = elf_info(data)
+            if machine != ELF_MACHINE[goarch]:
+                raise CheckError(f"{path}: ELF machine {machine}, want {ELF_MACHINE[goarch]} for {goarch}")
+            if PT_INTERP in phdrs:
+                raise CheckError(f"{path}: has a program interpreter (PT_INTERP): dynamically linked")
+            if PT_DYNAMIC in phdrs:
+                raise CheckError(f"{path}: has a PT_DYNAMIC segment: dynamically linked")
+            ok(f"linux/{goarch}: static ELF {ELF_MACHINE_NAME[machine]}, no PT_INTERP, e_type {e_type}, {size}")
+        elif goos == "darwin":
+            cputype, filetype, minos = macho_info(data)
+            if cputype != MACHO_CPU[goarch]:
+                raise CheckError(f"{path}: Mach-O cputype {cputype:#x}, want {MACHO_CPU[goarch]:#x} for {goarch}")
+            if filetype != MH_EXECUTE:
+                raise CheckError(f"{path}: Mach-O filetype {filetype}, want MH_EXECUTE")
+            ok(f"darwin/{goarch}: Mach-O 64 cputype {cputype:#x} executable, minimum macOS {minos}, {size}")
+        else:
+            raise CheckError(f"unexpected binary for {goos}/{goarch}")
+        if os.stat(path).st_mode & 0o755 != 0o755:
+            raise CheckError(f"{path}: mode {os.stat(path).st_mode:o}, want 0755")
+        seen.add(f"{goos}/{goarch}")
+    want = {f"{o}/{a}" for o in ("linux", "darwin") for a in ("amd64", "arm64")}
+    if seen != want:
+        raise CheckError(f"binaries for {sorted(seen)}, want {sorted(want)}")
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_archives(dist):
+    artifacts, resolve = load_artifacts(dist)
+    binaries = {(a["goos"], a["goarch"]): resolve(a["path"]) for a in artifacts if a.get("type") == "Binary"}
+    archives = [a for a in artifacts if a.get("type") == "Archive"]
+    if len(archives) != 4:
+        raise CheckError(f"{len(archives)} archives, want 4")
+    for a in archives:
+        path = resolve(a["path"])
+        if not path.endswith(".tar.gz"):
+            raise CheckError(f"{path}: not a .tar.gz")
+        with tarfile.open(path, "r:gz") as tar:
+            members = {m.name: m for m in tar.getmembers()}
+            if set(members) != {"LICENSE", "README.md", "nanosandbox-mcp"}:
+                raise CheckError(f"{path}: holds {sorted(members)}")
+            m = members["nanosandbox-mcp"]
+            if not m.isfile() or m.mode & 0o777 != 0o755:
+                raise CheckError(f"{path}: nanosandbox-mcp has mode {m.mode:o}, want 0755")
+            data = tar.extractfile(m).read()
+        with open(binaries[(a["goos"], a["goarch"])], "rb") as f:
+            if f.read() != data:
+                raise CheckError(f"{path}: binary differs from the built one")
+        ok(f"{os.path.basename(path)}: LICENSE, README.md, nanosandbox-mcp (0755), {os.path.getsize(path) / 1e6:.1f} MB")
+    sums = {}
+    with open(os.path.join(dist, "checksums.txt"), encoding="utf-8") as f:
+        for line in f:
+            digest, name = line.split()
+            sums[name] = digest
+    for a in archives:
+        name = os.path.basename(a["path"])
+        if sums.get(name) != sha256(resolve(a["path"])):
+            raise CheckError(f"checksums.txt: {name} does not match")
+    ok(f"checksums.txt: sha256 of all {len(archives)} archives match")
+
+
+class Server:
+    """An MCP server process spoken to over stdio, one JSON object a line."""
+
+    def __init__(self, cmd, env=None):
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.buf = b""
+        self.lines = []
+
+    def send(self, msg):
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def read(self, want_id, timeout):
+        """Return the reply with id want_id; every line must be JSON-RPC."""
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while True:
+            while b"\n" in self.buf:
+                line, self.buf = self.buf.split(b"\n", 1)
+                self.lines.append(line)
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    raise CheckError(f"stdout line is not JSON: {line[:200]!r}")
+                if msg.get("jsonrpc") != "2.0":
+                    raise CheckError(f"stdout line is not JSON-RPC 2.0: {line[:200]!r}")
+                if msg.get("id") == want_id and "method" not in msg:
+                    if "error" in msg:
+                        raise CheckError(f"request {want_id} failed: {msg['error']}")
+                    return msg["result"]
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CheckError(f"no reply to request {want_id} within {timeout}s")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise CheckError(f"server closed stdout before replying to request {want_id} "
+                                     f"(exit {self.proc.wait()})")
+                self.buf += chunk
+
+    def initialize(self, version=None):
+        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "nanosandbox-dist-test", "version": "1"}}})
+        res = self.read(1, 120)
+        info = res.get("serverInfo", {})
+        if res.get("protocolVersion") != PROTOCOL_VERSION:
+            raise CheckError(f"protocolVersion {res.get('protocolVersion')!r}, want {PROTOCOL_VERSION}")
+        if info.get("name") != "nanosandbox-mcp":
+            raise CheckError(f"serverInfo.name {info.get('name')!r}")
+        if version is not None and info.get("version") != version:
+            raise CheckError(f"serverInfo.version {info.get('version')!r}, want {version!r}")
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return info
+
+    def close(self, timeout=30):
+        self.proc.stdin.close()
+        rest = self.proc.stdout.read()
+        for line in rest.splitlines():
+            json.loads(line)
+        return self.proc.wait(timeout)
+
+
+def roundtrip(cmd, version):
+    srv = Server(cmd)
+    try:
+        info = srv.initialize(version)
+        ok(f"initialize: {info['name']} {info.get('version')}, protocol {PROTOCOL_VERSION}")
+        srv.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        tools = [t["name"] for t in srv.read(2, 30)["tools"]]
+        if tools != ["run_command"]:
+            raise CheckError(f"tools/list gave {tools}, want ['run_command']")
+        ok("tools/list: run_command")
+        srv.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "run_command", "arguments": {"command": "echo", "args": ["hi"]}}})
+        res = srv.read(3, 60)
+        sc = res.get("structuredContent", {})
+        if res.get("isError") or sc.get("exit_code") != 0 or sc.get("stdout") != "hi\n":
+            raise CheckError(f"run_command echo hi gave {json.dumps(res)[:500]}")
+        ok(f"tools/call run_command echo hi: exit_code 0, stdout 'hi\\n', {sc.get('duration_ms')} ms")
+        code = srv.close()
+        if code != 0:
+            raise CheckError(f"server exited {code} after stdin closed, want 0")
+        ok(f"stdin closed: server exited 0; all {len(srv.lines)} stdout lines JSON-RPC")
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+            srv.proc.wait()
+
+
+def processes():
+    """Return {pid: argv} of every process on this machine."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")[:-1]
+            with open(f"/proc/{name}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z":
+            out[int(name)] = [a.decode(errors="replace") for a in argv]
+    return out
+
+
+def find(marker):
+    """Pids whose argv holds marker as one argument."""
+    return sorted(pid for pid, argv in processes().items() if marker in argv and pid != os.getpid())
+
+
+def wait_for(cond, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return cond()
+
+
+def expect_nothing_left(marker, tag):
+    if not wait_for(lambda: not find(marker), 10):
+        left = {pid: processes().get(pid) for pid in find(marker)}
+        raise CheckError(f"still running 10s after SIGTERM: {left}")
+    ok(f"{tag}: nothing with {marker!r} in its argv is left running")
+
+
+def sigterm(cmd, marker, also, tag, start):
+    """Start cmd, let start() begin the long sleep, SIGTERM cmd, check."""
+    proc = start(cmd)
+    try:
+        if not wait_for(lambda: any(argv[:1] == ["sleep"] for argv in
+                                    (processes().get(p, []) for p in find(marker))), 60):
+            raise CheckError(f"the sleep never started (looking for {marker!r})")
+        ok(f"{tag}: sleep running in the sandbox; SIGTERM to pid {proc.pid} ({title(proc.pid)})")
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            raise CheckError(f"{cmd[0]} did not exit within 30s of SIGTERM")
+        how = f"by signal {-code}" if code < 0 else f"with code {code}"
+        ok(f"{tag}: pid {proc.pid} exited {how}")
+        for m in [marker] + also:
+            expect_nothing_left(m, tag)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for m in [marker] + also:
+            for pid in find(m):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def title(pid):
+    """The start of pid's command line (npm sets its own: "npm exec ...")."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            line = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def long_sleep_args():
+    # A duration no other process on the machine is likely to use, so the
+    # scan of /proc finds only ours.
+    return ["sleep", f"{300 + os.getpid() % 600}.{os.getpid() % 10}"]
+
+
+def main(argv):
+    # The server command follows the first "--" and may hold "--" itself.
+    server = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, server = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("binaries", "archives"):
+        sub.add_parser(name).add_argument("dist")
+    sub.add_parser("elf-machine").add_argument("file")
+    sub.add_parser("roundtrip").add_argument("--version")
+    for name in ("sigterm-during-call", "sigterm-oneshot"):
+        sub.add_parser(name).add_argument("--also", action="append", default=[],
+                                          help="an argument of other processes that must be gone too")
+    args = p.parse_args(argv)
+    if args.cmd in ("roundtrip", "sigterm-during-call", "sigterm-oneshot") and not server:
+        p.error(f"{args.cmd} needs -- CMD...")
+    try:
+        if args.cmd == "binaries":
+            check_binaries(args.dist)
+        elif args.cmd == "archives":
+            check_archives(args.dist)
+        elif args.cmd == "elf-machine":
+            with open(args.file, "rb") as f:
+                print(ELF_MACHINE_NAME.get(elf_info(f.read(64 << 10))[1], "unknown"))
+        elif args.cmd == "roundtrip":
+            roundtrip(server, args.version)
+        elif args.cmd == "sigterm-during-call":
+            sleep = long_sleep_args()
+
+            def start(cmd):
+                srv = Server(cmd)
+                srv.initialize()
+                srv.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                    "name": "run_command", "arguments": {"command": sleep[0], "args": sleep[1:]}}})
+                return srv.proc
+
+            sigterm(server, sleep[1], args.also, "SIGTERM during a tools/call", start)
+        elif args.cmd == "sigterm-oneshot":
+            sleep = long_sleep_args()
+            sigterm(server, sleep[1], args.also, "SIGTERM during a one-shot command",
+                    lambda cmd: subprocess.Popen(cmd + sleep, stdin=subprocess.DEVNULL))
+    except CheckError as e:
+        print(f"FAIL {e}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
