@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -136,8 +137,8 @@ func helperMain() {
 	}
 	if s.Mech.Processes == "pid namespace" {
 		// Root is not bound by RLIMIT_NPROC; this namespace's pid_max is
-		// (Linux 6.14+): pid 1 is this helper, the command gets the rest.
-		pidMax := strconv.Itoa(max(s.Limits.MaxProcesses+2, minPidMax))
+		// (Linux 6.14+). See reservedPids for the margin.
+		pidMax := strconv.Itoa(s.Limits.MaxProcesses + reservedPids)
 		if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(pidMax), 0); err != nil {
 			fail(fmt.Errorf("write /proc/sys/kernel/pid_max %s: %w", pidMax, unwrap(err)))
 		}
@@ -172,6 +173,23 @@ func helperMain() {
 	specW.Write(raw)
 	specW.Close()
 
+	if s.Mech.Processes == "rlimit" || s.Mech.Processes == "pid namespace" {
+		// Nothing reports a fork refused by RLIMIT_NPROC or pid_max, and a
+		// fork bomb's processes may be gone by the end: sample the count,
+		// every 20ms, and every millisecond while it is past half the
+		// limit, where a fork bomb peaks.
+		go func() {
+			for {
+				n := int64(countTasks())
+				peakTasks.Store(max(peakTasks.Load(), n))
+				if n*2 >= int64(s.Limits.MaxProcesses) {
+					time.Sleep(time.Millisecond)
+				} else {
+					time.Sleep(processSampleInterval)
+				}
+			}
+		}()
+	}
 	var once sync.Once
 	finish := func(er *exitReport) {
 		once.Do(func() {
@@ -248,7 +266,7 @@ func (s *spec) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
 			}
 		}
 	}
-	if (m.Processes == "rlimit" || m.Processes == "pid namespace") && countTasks()*10 >= l.MaxProcesses*9 {
+	if (m.Processes == "rlimit" || m.Processes == "pid namespace") && max(peakTasks.Load(), int64(countTasks()))*10 >= int64(l.MaxProcesses)*9 {
 		return fmt.Sprintf("process limit %d (%s)", l.MaxProcesses, m.Processes)
 	}
 	if m.Tmp != "" {
@@ -265,6 +283,13 @@ func (s *spec) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
 	}
 	return ""
 }
+
+// processSampleInterval is how often the helper counts the sandbox's tasks
+// when the process limit is one that reports nothing itself.
+const processSampleInterval = 20 * time.Millisecond
+
+// peakTasks is the most tasks seen at once in this pid namespace.
+var peakTasks atomic.Int64
 
 // countTasks counts the processes and threads in this pid namespace.
 func countTasks() int {

@@ -20,14 +20,15 @@ type protection struct {
 	// directory, or a file holding Content) and removes it after the last call.
 	Placeholder bool
 	Content     string
+	// Root is the writable root Path lies in: placeholders are created
+	// beneath it without following any symlink.
+	Root string
 }
-
-// maxModuleDepth bounds how deep nested submodule git directories are followed.
-const maxModuleDepth = 4
 
 // gitProtections lists, for every writable directory grant, what must be
 // read-only for this call (DESIGN.md §2.3). It reads the repositories as they
-// are now, since a call can change them for the next one.
+// are now, since a call can change them for the next one. A path it cannot
+// protect (a symlink where a directory of git's belongs) is refused.
 func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, error) {
 	var out []protection
 	seen := map[string]bool{}
@@ -35,7 +36,13 @@ func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, error) {
 		if seen[pr.Path] || grantedWritable(p, pr.Path) {
 			return
 		}
+		for _, o := range out {
+			if o.Dir && policy.Within(pr.Path, o.Path) {
+				return // inside a directory protected whole
+			}
+		}
 		seen[pr.Path] = true
+		pr.Root = writableRootOf(p, pr.Path)
 		out = append(out, pr)
 	}
 	for _, g := range p.Grants {
@@ -44,27 +51,36 @@ func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, error) {
 		}
 		dotgit := filepath.Join(g.Path, ".git")
 		exists, dir, symlink := fsys.Lstat(dotgit)
+		if !exists && g.Path != p.Workspace {
+			// Writable grants other than the workspace (caches, output
+			// directories) that are not repositories are left as they are:
+			// stand-ins there would be more intrusive than what they prevent.
+			continue
+		}
+		// With no valid .git, git takes a directory holding a valid HEAD,
+		// objects/ and refs/ for a repository itself: a command must not be
+		// able to make the writable root one (git init --bare .).
+		protectPath(p, fsys, filepath.Join(g.Path, "HEAD"), false, "", add)
 		switch {
 		case !exists:
 			// No repository: a command must not create one whose hooks or
-			// config the host's git would obey where the user works. Other
-			// writable grants (caches, output directories) that are not
-			// repositories are left as they are: a stand-in .git in each
-			// would be more intrusive than what it prevents.
-			if g.Path == p.Workspace {
-				add(protection{Path: dotgit, Dir: true, Placeholder: true})
-			}
+			// config the host's git would obey where the user works.
+			add(protection{Path: dotgit, Dir: true, Placeholder: true})
 			continue
 		case symlink:
-			return nil, &SetupError{Op: "protect git", Err: fmt.Sprintf("%s is a symbolic link, which the sandbox cannot keep read-only; replace it with the directory or a \"gitdir:\" file", dotgit)}
+			return nil, refuseSymlink(dotgit)
 		case !dir:
 			add(protection{Path: dotgit})
 			target, ok := readGitdirFile(fsys, dotgit)
 			if ok && inWritable(p, target) {
-				gitDirProtections(p, fsys, target, add, 0)
+				if err := gitDirProtections(p, fsys, target, add); err != nil {
+					return nil, err
+				}
 			}
 		default:
-			gitDirProtections(p, fsys, dotgit, add, 0)
+			if err := gitDirProtections(p, fsys, dotgit, add); err != nil {
+				return nil, err
+			}
 		}
 		// core.hooksPath and included config files, from the config git
 		// would read for this worktree.
@@ -86,7 +102,7 @@ func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, error) {
 			}
 			hp = filepath.Clean(hp)
 			if inWritable(p, hp) {
-				protectPath(fsys, hp, true, add)
+				protectPath(p, fsys, hp, true, "", add)
 			}
 		}
 		for _, inc := range includes {
@@ -99,55 +115,81 @@ func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, error) {
 			}
 			ip = filepath.Clean(ip)
 			if inWritable(p, ip) {
-				protectPath(fsys, ip, false, add)
+				protectPath(p, fsys, ip, false, "", add)
 			}
 		}
 	}
 	return out, nil
 }
 
+func refuseSymlink(path string) error {
+	return &SetupError{Op: "protect git", Err: fmt.Sprintf("%s is a symbolic link, which the sandbox cannot keep read-only; replace it with what git expects there (a directory, or for .git a \"gitdir:\" file)", path)}
+}
+
 // gitDirProtections protects a git directory's hooks, config and the files
-// that redirect them (commondir), then its submodules' and worktrees'.
-func gitDirProtections(p *policy.Policy, fsys fsInfo, gitdir string, add func(protection), level int) {
-	protectPath(fsys, filepath.Join(gitdir, "hooks"), true, add)
-	protectPath(fsys, filepath.Join(gitdir, "config"), false, add)
+// that redirect them (commondir, config.worktree), its submodules' git
+// directories whole, and its worktrees' config.
+func gitDirProtections(p *policy.Policy, fsys fsInfo, gitdir string, add func(protection)) error {
+	protectPath(p, fsys, filepath.Join(gitdir, "hooks"), true, "", add)
+	protectPath(p, fsys, filepath.Join(gitdir, "config"), false, "", add)
 	// commondir moves config and hooks elsewhere; "." keeps them here, so
 	// it is a placeholder git reads as "no redirection".
-	cd := filepath.Join(gitdir, "commondir")
-	if exists, _, _ := fsys.Lstat(cd); exists {
-		add(protection{Path: cd})
-	} else {
-		add(protection{Path: cd, Placeholder: true, Content: ".\n"})
+	protectPath(p, fsys, filepath.Join(gitdir, "commondir"), false, ".\n", add)
+	// config.worktree counts once extensions.worktreeConfig is on; empty,
+	// it says nothing.
+	protectPath(p, fsys, filepath.Join(gitdir, "config.worktree"), false, "", add)
+	// Submodules' git directories, whole: their config runs in the user's
+	// "git status", which recurses into them. (Commands cannot add, update
+	// or commit in submodules then.)
+	modules := filepath.Join(gitdir, "modules")
+	if _, _, symlink := fsys.Lstat(modules); symlink {
+		return refuseSymlink(modules)
 	}
-	if exists, _, _ := fsys.Lstat(filepath.Join(gitdir, "config.worktree")); exists {
-		add(protection{Path: filepath.Join(gitdir, "config.worktree")})
+	protectPath(p, fsys, modules, true, "", add)
+	// Linked worktrees' admin directories matter only to git run inside
+	// those worktrees. A symlink there (which only the user, or a command
+	// where no worktree existed, can have made) is not followed: the server
+	// reads and creates nothing through it.
+	worktrees := filepath.Join(gitdir, "worktrees")
+	if _, _, symlink := fsys.Lstat(worktrees); symlink {
+		return nil
 	}
-	if level < maxModuleDepth {
-		for _, m := range fsys.ReadDir(filepath.Join(gitdir, "modules")) {
-			sub := filepath.Join(gitdir, "modules", m)
-			if _, dir, symlink := fsys.Lstat(sub); dir && !symlink {
-				gitDirProtections(p, fsys, sub, add, level+1)
-			}
+	for _, w := range fsys.ReadDir(worktrees) {
+		wt := filepath.Join(worktrees, w)
+		if _, _, symlink := fsys.Lstat(wt); symlink {
+			continue
 		}
-	}
-	for _, w := range fsys.ReadDir(filepath.Join(gitdir, "worktrees")) {
-		wt := filepath.Join(gitdir, "worktrees", w)
-		for _, name := range []string{"config", "config.worktree", "commondir", "gitdir"} {
-			if exists, _, symlink := fsys.Lstat(filepath.Join(wt, name)); exists && !symlink {
+		for _, name := range []string{"config", "commondir", "gitdir"} {
+			if exists, _, _ := fsys.Lstat(filepath.Join(wt, name)); exists {
 				add(protection{Path: filepath.Join(wt, name)})
 			}
 		}
+		protectPath(p, fsys, filepath.Join(wt, "config.worktree"), false, "", add)
 	}
+	return nil
 }
 
-// protectPath protects path if it exists, else asks for a placeholder.
-func protectPath(fsys fsInfo, path string, wantDir bool, add func(protection)) {
-	exists, dir, _ := fsys.Lstat(path)
-	if exists {
+// protectPath protects path if it exists. If it does not, a placeholder
+// stands in: path itself (a directory, or a file holding content), or the
+// shallowest missing directory above it inside its writable root.
+func protectPath(p *policy.Policy, fsys fsInfo, path string, wantDir bool, content string, add func(protection)) {
+	if exists, dir, _ := fsys.Lstat(path); exists {
 		add(protection{Path: path, Dir: dir})
 		return
 	}
-	add(protection{Path: path, Dir: wantDir, Placeholder: true})
+	root := writableRootOf(p, path)
+	stand := path
+	for d := filepath.Dir(path); d != root && policy.Within(d, root); d = filepath.Dir(d) {
+		if exists, _, _ := fsys.Lstat(d); exists {
+			break
+		}
+		stand = d
+	}
+	if stand != path {
+		add(protection{Path: stand, Dir: true, Placeholder: true})
+		return
+	}
+	add(protection{Path: path, Dir: wantDir, Placeholder: true, Content: content})
 }
 
 // grantedWritable reports whether the user granted exactly path with

@@ -13,8 +13,11 @@ type Mechanisms struct {
 	Memory, Processes, FileSize, Tmp, CPUTime, CPUs string
 }
 
-// minPidMax is the smallest pid_max the kernel accepts (RESERVED_PIDS+1).
-const minPidMax = 301
+// reservedPids is the kernel's RESERVED_PIDS: once pids wrap, allocation
+// starts again above it. A pid namespace's pid_max of N+reservedPids keeps
+// N pids free after every wrap, and allows at most N+reservedPids-1 before
+// the first.
+const reservedPids = 300
 
 // mechanisms chooses how each limit of l is held on a machine with caps, or
 // refuses a limit nothing here can hold. uid is the caller's: RLIMIT_NPROC
@@ -34,13 +37,8 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 			m.Processes = "cgroup"
 		case uid != 0:
 			m.Processes = "rlimit"
-		case caps.PidNSMax && l.MaxProcesses+2 >= minPidMax:
-			m.Processes = "pid namespace"
 		case caps.PidNSMax:
-			return m, &Refusal{
-				Cause: fmt.Sprintf("--max-processes %d cannot be held for a root caller here: RLIMIT_NPROC does not bind root, there is no delegated cgroup v2 (%s), and a pid namespace's pid_max cannot go below %d", l.MaxProcesses, caps.CgroupWhy, minPidMax),
-				Fix:   fmt.Sprintf("pass --max-processes %d or more, run the server as a regular user, or give it a delegated cgroup v2 (systemd-run --scope -p Delegate=yes ...)", minPidMax-2),
-			}
+			m.Processes = "pid namespace"
 		default:
 			return m, &Refusal{
 				Cause: fmt.Sprintf("--max-processes cannot be held for a root caller here: RLIMIT_NPROC does not bind root, there is no delegated cgroup v2 (%s), and this kernel (%s) has no per-namespace pid_max (Linux 6.14+)", caps.CgroupWhy, caps.Kernel),
@@ -90,7 +88,11 @@ func (m Mechanisms) Report(l policy.Limits) string {
 		scope = "for the whole command"
 	}
 	line("memory", policy.FormatSize(l.MemoryBytes)+" "+scope, m.Memory)
-	line("processes", fmt.Sprint(l.MaxProcesses), m.Processes)
+	procs := fmt.Sprint(l.MaxProcesses)
+	if m.Processes == "pid namespace" {
+		procs += fmt.Sprintf(", up to %d more before pids first wrap", reservedPids-1)
+	}
+	line("processes", procs, m.Processes)
 	line("file size", policy.FormatSize(l.MaxFileBytes), m.FileSize)
 	line("tmp size", policy.FormatSize(l.TmpBytes)+" each for /tmp, /var/tmp, /run, /dev/shm", m.Tmp)
 	line("cpu time", l.CPUTime.String()+" per process", m.CPUTime)

@@ -1,11 +1,8 @@
 package sandbox
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"io/fs"
-	"os"
 	"sync"
 )
 
@@ -76,50 +73,6 @@ func (ps *placeholders) releaseLocked(paths []string) {
 		if e.created {
 			removePlaceholder(e.prot)
 		}
-	}
-}
-
-// createPlaceholder creates pr unless something is there by now. It reports
-// whether it created it.
-func createPlaceholder(pr protection) (bool, error) {
-	if pr.Dir {
-		err := os.Mkdir(pr.Path, 0o755)
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("mkdir %q: %w", pr.Path, unwrap(err))
-		}
-		return true, nil
-	}
-	f, err := os.OpenFile(pr.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("create %q: %w", pr.Path, unwrap(err))
-	}
-	_, err = f.WriteString(pr.Content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(pr.Path)
-		return false, fmt.Errorf("write %q: %w", pr.Path, unwrap(err))
-	}
-	return true, nil
-}
-
-// removePlaceholder removes pr only if it still is what was created: an
-// empty directory, or a file holding exactly its content.
-func removePlaceholder(pr protection) {
-	if pr.Dir {
-		os.Remove(pr.Path) // fails, harmlessly, if something was put inside
-		return
-	}
-	b, err := os.ReadFile(pr.Path)
-	if err == nil && bytes.Equal(b, []byte(pr.Content)) {
-		os.Remove(pr.Path)
 	}
 }
 

@@ -166,32 +166,32 @@ func gitRepo(root string) []string {
 func TestGitProtections(t *testing.T) {
 	ws := "/w"
 	p := &policy.Policy{Workspace: ws, Grants: []policy.Grant{{Path: ws, Writable: true, Dir: true}}}
+	base := []string{"/w/HEAD file placeholder", "/w/.git/hooks dir", "/w/.git/config file",
+		"/w/.git/commondir file placeholder", "/w/.git/config.worktree file placeholder"}
 	for _, tt := range []struct {
 		name  string
 		paths []string
 		cfg   string
 		want  []string
 	}{
-		{"no repository", []string{"/w/"}, "", []string{"/w/.git dir placeholder"}},
-		{"plain repository", gitRepo(ws), "", []string{
-			"/w/.git/hooks dir", "/w/.git/config file", "/w/.git/commondir file placeholder",
-		}},
+		{"no repository", []string{"/w/"}, "", []string{"/w/HEAD file placeholder", "/w/.git dir placeholder"}},
+		{"plain repository", gitRepo(ws), "", append(base, "/w/.git/modules dir placeholder")},
+		{"a HEAD file in the workspace", append(gitRepo(ws), "/w/HEAD"), "", append([]string{"/w/HEAD file"}, append(base[1:], "/w/.git/modules dir placeholder")...)},
 		{"no hooks", []string{"/w/.git/config", "/w/.git/HEAD"}, "", []string{
-			"/w/.git/hooks dir placeholder", "/w/.git/config file", "/w/.git/commondir file placeholder",
+			"/w/HEAD file placeholder", "/w/.git/hooks dir placeholder", "/w/.git/config file",
+			"/w/.git/commondir file placeholder", "/w/.git/config.worktree file placeholder", "/w/.git/modules dir placeholder",
 		}},
-		{"submodules and worktrees", append(gitRepo(ws), "/w/.git/modules/lib/hooks/", "/w/.git/modules/lib/config",
+		{"submodules whole, worktrees by file", append(gitRepo(ws), "/w/.git/modules/lib/hooks/", "/w/.git/modules/lib/config",
 			"/w/.git/worktrees/wt/config.worktree", "/w/.git/worktrees/wt/commondir", "/w/.git/config.worktree"), "", []string{
-			"/w/.git/hooks dir", "/w/.git/config file", "/w/.git/commondir file placeholder", "/w/.git/config.worktree file",
-			"/w/.git/modules/lib/hooks dir", "/w/.git/modules/lib/config file", "/w/.git/modules/lib/commondir file placeholder",
-			"/w/.git/worktrees/wt/config.worktree file", "/w/.git/worktrees/wt/commondir file",
+			"/w/HEAD file placeholder", "/w/.git/hooks dir", "/w/.git/config file", "/w/.git/commondir file placeholder",
+			"/w/.git/config.worktree file", "/w/.git/modules dir",
+			"/w/.git/worktrees/wt/commondir file", "/w/.git/worktrees/wt/config.worktree file",
 		}},
-		{"husky hooksPath and an include", append(gitRepo(ws), "/w/.husky/_/"), "[core]\n\thooksPath = .husky/_\n[include]\n\tpath = ../shared.gitconfig\n", []string{
-			"/w/.git/hooks dir", "/w/.git/config file", "/w/.git/commondir file placeholder",
-			"/w/.husky/_ dir", "/w/shared.gitconfig file placeholder",
-		}},
-		{"hooksPath outside the workspace", gitRepo(ws), "[core]\n\thooksPath = /etc/githooks\n", []string{
-			"/w/.git/hooks dir", "/w/.git/config file", "/w/.git/commondir file placeholder",
-		}},
+		{"husky hooksPath and an include", append(gitRepo(ws), "/w/.husky/_/"), "[core]\n\thooksPath = .husky/_\n[include]\n\tpath = ../shared.gitconfig\n",
+			append(append(base, "/w/.git/modules dir placeholder"), "/w/.husky/_ dir", "/w/shared.gitconfig file placeholder")},
+		{"hooksPath whose parent is missing", gitRepo(ws), "[core]\n\thooksPath = .husky/_\n",
+			append(append(base, "/w/.git/modules dir placeholder"), "/w/.husky dir placeholder")},
+		{"hooksPath outside the workspace", gitRepo(ws), "[core]\n\thooksPath = /etc/githooks\n", append(base, "/w/.git/modules dir placeholder")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := newFakeFS(tt.paths...)
@@ -211,6 +211,9 @@ func TestGitProtections(t *testing.T) {
 				if pr.Placeholder {
 					s += " placeholder"
 				}
+				if pr.Root != ws {
+					t.Errorf("%s: root %q, want %q", pr.Path, pr.Root, ws)
+				}
 				got = append(got, s)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -220,10 +223,30 @@ func TestGitProtections(t *testing.T) {
 	}
 }
 
-func TestGitProtectionsRefuseSymlinkedGit(t *testing.T) {
+func TestGitProtectionsRefuseSymlinks(t *testing.T) {
 	p := &policy.Policy{Workspace: "/w", Grants: []policy.Grant{{Path: "/w", Writable: true, Dir: true}}}
-	if _, err := gitProtections(p, newFakeFS("/w/.git@")); err == nil || !strings.Contains(err.Error(), "symbolic link") {
-		t.Fatalf("got %v, want a refusal of a symlinked .git", err)
+	for _, paths := range [][]string{
+		{"/w/.git@"},
+		append(gitRepo("/w"), "/w/.git/modules@"),
+	} {
+		if _, err := gitProtections(p, newFakeFS(paths...)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("%v: got %v, want a refusal of the symlink", paths[len(paths)-1], err)
+		}
+	}
+	// A symlinked worktrees directory, or entry, is not followed.
+	for _, paths := range [][]string{
+		append(gitRepo("/w"), "/w/.git/worktrees@"),
+		append(gitRepo("/w"), "/w/.git/worktrees/x@", "/w/.git/worktrees/y/config"),
+	} {
+		prots, err := gitProtections(p, newFakeFS(paths...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pr := range prots {
+			if strings.Contains(pr.Path, "/worktrees/x") || strings.HasSuffix(pr.Path, "/worktrees") {
+				t.Errorf("followed a symlink: %s", pr.Path)
+			}
+		}
 	}
 }
 
@@ -256,10 +279,13 @@ func TestPlanCallPinsBeforeCarveOuts(t *testing.T) {
 		"bind-rw /w",
 		"pin /w/a",
 		"pin /w/.git",
+		"protect /w/HEAD",
 		"pin /w/a/b",
 		"protect /w/.git/hooks",
 		"protect /w/.git/config",
 		"protect /w/.git/commondir",
+		"protect /w/.git/config.worktree",
+		"protect /w/.git/modules",
 		"protect /w/a/b/ro",
 		"bind-rw /w/a/b/ro/rw",
 	}

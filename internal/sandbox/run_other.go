@@ -26,3 +26,7 @@ func (s *Sandbox) run(context.Context, *Command) (Result, error) {
 }
 
 func childMain(string) {}
+
+func createPlaceholder(protection) (bool, error) { return false, ErrUnsupported }
+
+func removePlaceholder(protection) {}

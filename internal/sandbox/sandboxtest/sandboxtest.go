@@ -28,6 +28,9 @@ func Require(t testing.TB, capability string) {
 	}
 }
 
+// Missing returns why the machine lacks capability, or "" when it has it.
+func Missing(capability string) string { return missing(capability) }
+
 func missing(capability string) string {
 	switch capability {
 	case "linux":
