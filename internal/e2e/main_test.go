@@ -180,6 +180,7 @@ type output struct {
 	Stderr             string `json:"stderr"`
 	StdoutOmittedBytes int64  `json:"stdout_omitted_bytes"`
 	StderrOmittedBytes int64  `json:"stderr_omitted_bytes"`
+	MemoryPeakBytes    int64  `json:"memory_peak_bytes"`
 	Error              string `json:"error"`
 }
 

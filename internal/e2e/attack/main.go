@@ -1,14 +1,19 @@
 // Command attack makes the system calls the escape suite attempts from
 // inside the sandbox, ones a shell cannot make. Each subcommand prints "ok"
 // and exits 0 when the call succeeded, or "denied: ERRNO" and exits 3 when
-// it failed.
+// it failed; "setup: ERROR" and exits 4 when the attempt could not even be
+// made.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,18 +41,7 @@ func main() {
 		_, _, e := unix.RawSyscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0)
 		err = errnoErr(e)
 	case "tiocsti", "tiocsti-high":
-		var fd int
-		fd, err = unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY, 0)
-		if err != nil {
-			break
-		}
-		req := uint64(unix.TIOCSTI)
-		if os.Args[1] == "tiocsti-high" {
-			req |= 1 << 32
-		}
-		c := byte('x')
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(unsafePointer(&c)))
-		err = errnoErr(e)
+		err = tiocsti(os.Args[1] == "tiocsti-high")
 	case "mount-tmpfs":
 		err = unix.Mount("tmpfs", arg(1), "tmpfs", 0, "")
 	case "umount":
@@ -60,6 +54,18 @@ func main() {
 		err = unix.Unshare(unix.CLONE_NEWNET)
 	case "unshare-mount":
 		err = unix.Unshare(unix.CLONE_NEWNS)
+	case "fsopen":
+		var fd int
+		fd, err = unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+		if err == nil {
+			unix.Close(fd)
+		}
+	case "open-tree":
+		var fd int
+		fd, err = unix.OpenTree(unix.AT_FDCWD, arg(1), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err == nil {
+			unix.Close(fd)
+		}
 	case "chroot":
 		err = unix.Chroot(arg(1))
 	case "int80":
@@ -90,6 +96,11 @@ func main() {
 		err = socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
 	case "loopback":
 		err = loopback()
+	case "membomb":
+		membomb()
+	case "threads":
+		n, _ := strconv.Atoi(arg(1))
+		err = threads(n)
 	case "kill":
 		pid, _ := strconv.Atoi(arg(1))
 		err = unix.Kill(pid, syscall.Signal(0))
@@ -97,11 +108,58 @@ func main() {
 		fmt.Fprintf(os.Stderr, "attack: unknown subcommand %q\n", os.Args[1])
 		os.Exit(1)
 	}
+	var se setupError
+	if errors.As(err, &se) {
+		fmt.Printf("setup: %v\n", err)
+		os.Exit(4)
+	}
 	if err != nil {
 		fmt.Printf("denied: %v\n", err)
 		os.Exit(3)
 	}
 	fmt.Println("ok")
+}
+
+// setupError is a failure before the attempt itself: the attack could not be
+// made, so it says nothing about the sandbox. It exits 4.
+type setupError struct{ err error }
+
+func (e setupError) Error() string { return e.err.Error() }
+
+// tiocsti pushes a byte into the input of the process's own controlling
+// terminal, the case the kernel allows without a filter (unless
+// dev.tty.legacy_tiocsti is 0): a new session with a fresh pty as its
+// controlling terminal. With high, a bit above the low 32 of the request
+// is set, which the kernel ignores.
+func tiocsti(high bool) error {
+	master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return setupError{fmt.Errorf("open /dev/ptmx: %w", err)}
+	}
+	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		return setupError{fmt.Errorf("unlockpt: %w", err)}
+	}
+	n, err := unix.IoctlGetUint32(master, unix.TIOCGPTN)
+	if err != nil {
+		return setupError{fmt.Errorf("ptsname: %w", err)}
+	}
+	if _, err := unix.Setsid(); err != nil {
+		return setupError{fmt.Errorf("setsid: %w", err)}
+	}
+	slave, err := unix.Open(fmt.Sprintf("/dev/pts/%d", n), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return setupError{fmt.Errorf("open pty: %w", err)}
+	}
+	if err := unix.IoctlSetInt(slave, unix.TIOCSCTTY, 0); err != nil {
+		return setupError{fmt.Errorf("ioctl(TIOCSCTTY): %w", err)}
+	}
+	req := uint64(unix.TIOCSTI)
+	if high {
+		req |= 1 << 32
+	}
+	c := byte('x')
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(slave), uintptr(req), uintptr(unsafePointer(&c)))
+	return errnoErr(e)
 }
 
 func errnoErr(e syscall.Errno) error {
@@ -146,4 +204,47 @@ func loopback() error {
 		return fmt.Errorf("got %q", buf)
 	}
 	return nil
+}
+
+// membomb allocates and touches memory until something stops it.
+func membomb() {
+	var keep [][]byte
+	for {
+		b := make([]byte, 8<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+	}
+}
+
+// threads starts n OS threads that all live at once, as a Go or Node
+// program with a big worker pool does.
+func threads(n int) error {
+	var wg sync.WaitGroup
+	ready := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread() // never unlocked: the thread stays this goroutine's
+			<-ready
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return err
+	}
+	close(ready)
+	wg.Wait()
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			if got, _ := strconv.Atoi(strings.TrimSpace(v)); got < n {
+				return fmt.Errorf("only %d threads of %d", got, n)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no thread count")
 }

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The process rows of DESIGN.md §7: a command sees and signals only its own
+// processes, and nothing of the server's environment.
+
+func TestEscapeHostProcess(t *testing.T) {
+	e := newEnv(t)
+	marker := uniqueMarker(t)
+	host := exec.Command("sleep", "300")
+	host.Args[0] = marker // shows in the host's /proc/PID/cmdline
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		host.Process.Kill()
+		host.Wait()
+	})
+	pid := strconv.Itoa(host.Process.Pid)
+	alive := func(t *testing.T) {
+		if err := host.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Fatalf("the host process died: %v", err)
+		}
+	}
+
+	t.Run("kill -0", func(t *testing.T) {
+		e := e.in(t)
+		e.mustDeny(nil, `kill -0 `+pid)
+	})
+	t.Run("kill(2)", func(t *testing.T) {
+		e := e.in(t)
+		e.wantDenied(nil, "kill", pid)
+	})
+	t.Run("ptrace", func(t *testing.T) {
+		e := e.in(t)
+		e.wantDenied(nil, "ptrace-attach", pid)
+	})
+	t.Run("listed in /proc", func(t *testing.T) {
+		e := e.in(t)
+		out := e.mustAllow(nil, `ls /proc; for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f"; echo; done`)
+		if strings.Contains(out, marker) {
+			t.Errorf("the host process is visible inside:\n%s", out)
+		}
+		for _, f := range strings.Fields(out) {
+			if f == pid {
+				t.Errorf("/proc inside lists the host pid %s:\n%s", pid, out)
+			}
+		}
+	})
+	t.Run("kill -9 -1", func(t *testing.T) {
+		e := e.in(t)
+		// A sleep of its own, killed too, shows that kill -1 ran.
+		out, stderr, _ := e.run(nil, "sh", "-c", `kill -9 `+pid+`; sleep 30 & p=$!; kill -9 -1; wait $p; echo "own sleep: $?"`)
+		if !strings.Contains(out, "own sleep: 137") {
+			t.Errorf("kill -9 -1 did not kill the command's own sleep: %s%s", out, stderr)
+		}
+		alive(t)
+	})
+	t.Run("the server", func(t *testing.T) {
+		e := e.in(t)
+		s := e.serve()
+		spid := strconv.Itoa(s.cmd.Process.Pid)
+		if _, out := s.sh(t, `kill -0 `+spid+` && echo signalled; ls /proc/`+spid+` && echo listed`); strings.Contains(out.Stdout, "signalled") || strings.Contains(out.Stdout, "listed") {
+			t.Errorf("the server is visible or signalable: %+v", out)
+		}
+		e.wantDenied(nil, "kill", spid)
+		if _, out := s.sh(t, `echo still-serving`); out.Stdout != "still-serving\n" {
+			t.Errorf("server after the attempts: %+v", out)
+		}
+	})
+	alive(t)
+}
+
+func TestEscapeProcOne(t *testing.T) {
+	e := newEnv(t)
+	for _, tt := range []struct{ name, script string }{
+		{"root", `ls /proc/1/root/`},
+		{"root file", `cat /proc/1/root/etc/hostname`},
+		{"cwd", `ls /proc/1/cwd/`},
+		{"environ", `cat /proc/1/environ`},
+		{"mem", `exec 3< /proc/1/mem`},
+		{"mem write", `exec 3> /proc/1/mem`},
+		{"fd link", `readlink /proc/1/fd/0 /proc/1/fd/4`},
+		{"fdinfo", `cat /proc/1/fdinfo/4`},
+		{"fd open", `cat /proc/1/fd/0 /proc/1/fd/3 /proc/1/fd/4`},
+		{"mnt ns", `exec 3< /proc/1/ns/mnt`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e.in(t)
+			e.mustDeny(nil, tt.script)
+		})
+	}
+	t.Run("own process", func(t *testing.T) {
+		e := e.in(t)
+		e.mustAllow(nil, `cat /proc/self/environ >/dev/null && ls /proc/self/root/ >/dev/null`)
+	})
+}
+
+func TestEscapeEnvironment(t *testing.T) {
+	e := newEnv(t)
+	allowed := []string{"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TERM", "USER", "LOGNAME", "PWD",
+		"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"}
+	checkNames := func(t *testing.T, env string) {
+		for _, line := range strings.Split(strings.TrimSpace(env), "\n") {
+			name, _, _ := strings.Cut(line, "=")
+			if !slices.Contains(allowed, name) && !strings.HasPrefix(name, "LC_") {
+				t.Errorf("unexpected variable %q reaches the command", name)
+			}
+		}
+	}
+	script := `env; tr '\0' '\n' < /proc/self/environ; cat /proc/1/environ; cat /proc/*/environ; cat /proc/*/cmdline; set`
+
+	t.Run("one-shot", func(t *testing.T) {
+		e := e.in(t)
+		stdout, stderr, code := e.run(nil, "/usr/bin/env")
+		if code != 0 {
+			t.Fatalf("env: exit %d: %s", code, stderr)
+		}
+		checkNames(t, stdout)
+		_, out := e.try(nil, script)
+		if strings.Contains(stdout+out, secretValue) || strings.Contains(stdout+out, "NSB_TEST_SECRET") {
+			t.Errorf("the server's environment is visible:\n%s\n%s", stdout, out)
+		}
+	})
+	t.Run("MCP", func(t *testing.T) {
+		e := e.in(t)
+		s := e.serve()
+		_, out := s.call(t, map[string]any{"command": "/usr/bin/env"})
+		if out.ExitCode != 0 {
+			t.Fatalf("env: %+v", out)
+		}
+		checkNames(t, out.Stdout)
+		res, out2 := s.sh(t, script)
+		all := out.Stdout + out2.Stdout + out2.Stderr + text(res)
+		if strings.Contains(all, secretValue) || strings.Contains(all, "NSB_TEST_SECRET") {
+			t.Errorf("the server's environment is visible:\n%s", all)
+		}
+	})
+}
+
+func TestEscapeInheritedDescriptors(t *testing.T) {
+	e := newEnv(t)
+	check := func(t *testing.T, out string) {
+		// ls itself holds one open directory (3).
+		for _, f := range strings.Fields(out) {
+			if n, err := strconv.Atoi(f); err != nil || n > 3 {
+				t.Errorf("descriptors open in the command: %q, want only 0, 1, 2 (and ls's own 3)", out)
+				return
+			}
+		}
+	}
+	t.Run("one-shot", func(t *testing.T) {
+		stdout, stderr, code := e.in(t).run(nil, "ls", "/proc/self/fd")
+		if code != 0 {
+			t.Fatalf("ls: exit %d: %s", code, stderr)
+		}
+		check(t, stdout)
+	})
+	t.Run("MCP", func(t *testing.T) {
+		s := e.in(t).serve()
+		_, out := s.call(t, map[string]any{"command": "ls", "args": []string{"/proc/self/fd"}})
+		check(t, out.Stdout)
+	})
+}

@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox/sandboxtest"
+)
+
+// wantLimit checks that a call was stopped by the named limit: isError, and
+// the limit with its value in the text and the error field.
+func wantLimit(t *testing.T, isError bool, txt string, out output, limit string) {
+	t.Helper()
+	if !isError || !strings.Contains(txt, limit) || !strings.Contains(out.Error+txt, limit) {
+		t.Fatalf("got isError=%v %q %+v, want a result naming %q", isError, txt, out, limit)
+	}
+}
+
+func TestLimitForkBombIsContained(t *testing.T) {
+	e := newEnv(t)
+	s := e.serve("--max-processes", "64", "--timeout", "20s")
+	m := sleepMarker()
+	bomb := make(chan struct{})
+	var txt string
+	var isError bool
+	var out output
+	go func() {
+		defer close(bomb)
+		res, o := s.sh(t, "b() { b | b & }; b; sleep 3; sleep "+m+" & sleep 1")
+		txt, isError, out = text(res), res.IsError, o
+	}()
+	waitFor(t, func() bool { return len(processesWith(m)) > 0 || isDone(bomb) })
+	// The server answers other calls while the bomb runs.
+	began := time.Now()
+	if _, o := s.call(t, map[string]any{"command": "echo", "args": []string{"alive"}}); o.Stdout != "alive\n" {
+		t.Errorf("during the bomb: got %+v", o)
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("the server took %s to answer during the bomb", d)
+	}
+	<-bomb
+	wantLimit(t, isError, txt, out, "process limit 64")
+	waitGone(t, m, 5*time.Second)
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestLimitMemoryBomb(t *testing.T) {
+	e := newEnv(t)
+	e.attackPath()
+	s := e.serve("--memory", "256MiB")
+	res, out := s.call(t, map[string]any{"command": "./attack", "args": []string{"membomb"}})
+	wantLimit(t, res.IsError, text(res), out, "memory limit 256 MiB")
+	if out.MemoryPeakBytes == 0 {
+		t.Errorf("no peak memory reported: %+v", out)
+	}
+}
+
+func TestLimitHugeFile(t *testing.T) {
+	e := newEnv(t)
+	s := e.serve("--max-file-size", "10MiB")
+	res, out := s.sh(t, "head -c 20000000 /dev/zero > big")
+	wantLimit(t, res.IsError, text(res), out, "file size limit 10 MiB (rlimit)")
+	if fi, err := os.Stat(filepath.Join(e.ws, "big")); err != nil || fi.Size() > 10<<20 {
+		t.Errorf("big on the host: %v %v, want at most 10 MiB", fi.Size(), err)
+	}
+}
+
+func TestLimitTmpSize(t *testing.T) {
+	e := newEnv(t)
+	s := e.serve("--tmp-size", "8MiB")
+	res, out := s.sh(t, "head -c 20000000 /dev/zero > /tmp/fill")
+	wantLimit(t, res.IsError, text(res), out, "/tmp size limit 8 MiB (tmpfs)")
+	// The next call has a fresh /tmp.
+	if _, o := s.sh(t, "ls /tmp/fill 2>&1; df -k /tmp | tail -1"); !strings.Contains(o.Stdout, "No such file") {
+		t.Errorf("the next call's /tmp still holds the file: %q", o.Stdout)
+	}
+}
+
+func TestLimitCPUSpinner(t *testing.T) {
+	e := newEnv(t)
+	s := e.serve("--cpu-time", "1s", "--timeout", "30s")
+	res, out := s.sh(t, "while :; do :; done")
+	wantLimit(t, res.IsError, text(res), out, "CPU time limit 1s")
+	if out.TimedOut {
+		t.Errorf("the wall-clock timeout ended it, not the CPU limit: %+v", out)
+	}
+}
+
+func TestLimitDefaultsLetBigProgramsStart(t *testing.T) {
+	e := newEnv(t)
+	e.attackPath()
+	s := e.serve()
+	if res, out := s.call(t, map[string]any{"command": "./attack", "args": []string{"threads", "256"}}); res.IsError || out.ExitCode != 0 {
+		t.Errorf("a Go program with 256 threads: %q %+v", text(res), out)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Logf("no node on this machine; the Go program stands for it")
+		return
+	}
+	if real, err := filepath.EvalSymlinks(node); err == nil && strings.HasPrefix(real, "/usr/") {
+		res, out := s.call(t, map[string]any{"command": real, "args": []string{"-e", `const w = require("worker_threads"); let n = 0; for (let i = 0; i < 8; i++) new w.Worker("setTimeout(() => {}, 200)", {eval: true}).on("exit", () => { if (++n == 8) console.log("workers done") })`}})
+		if res.IsError || !strings.Contains(out.Stdout, "workers done") {
+			t.Errorf("node with 8 workers: %q %+v", text(res), out)
+		}
+	}
+}
+
+func TestLimitRefusedWithoutMechanism(t *testing.T) {
+	if reason := cgroup2Reason(); reason == "" {
+		t.Skip("this machine has a delegated cgroup v2, which holds --cpus")
+	}
+	e := newEnv(t)
+	_, stderr, code := e.runRaw("--workspace", e.ws, "--cpus", "1")
+	if code != 1 || !strings.Contains(stderr, "error: --cpus needs a delegated cgroup v2") || !strings.Contains(stderr, "hint: ") {
+		t.Errorf("got exit %d, stderr %q; want a refusal naming cgroup v2", code, stderr)
+	}
+	stdout, _, code := e.runRaw("--check", "--workspace", e.ws)
+	for _, want := range []string{"memory         4 GiB per process (rlimit)", "file size      4 GiB (rlimit)", "(tmpfs)", "cpu time       10m0s per process (rlimit)"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("--check (exit %d) does not say %q:\n%s", code, want, stdout)
+		}
+	}
+}
+
+// cgroup2Reason says why the cgroup v2 tests cannot run here, or "".
+func cgroup2Reason() string { return sandboxtest.Missing("cgroup2") }
+
+func TestLimitCgroupV2(t *testing.T) {
+	sandboxtest.Require(t, "cgroup2")
+	e := newEnv(t)
+	e.attackPath()
+	s := e.serve("--memory", "256MiB", "--max-processes", "64", "--cpus", "0.5")
+	res, out := s.call(t, map[string]any{"command": "./attack", "args": []string{"membomb"}})
+	wantLimit(t, res.IsError, text(res), out, "memory limit 256 MiB (cgroup)")
+	if out.MemoryPeakBytes < 200<<20 {
+		t.Errorf("memory.peak: got %d, want near 256 MiB", out.MemoryPeakBytes)
+	}
+	res, out = s.sh(t, "b() { b | b & }; b; sleep 2")
+	wantLimit(t, res.IsError, text(res), out, "process limit 64 (cgroup)")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, out = s.callCtx(ctx, t, map[string]any{"command": "sh", "args": []string{"-c", "cat /proc/self/cgroup; cat /sys/fs/cgroup/cpu.max"}})
+	if !strings.Contains(out.Stdout, "0::/") || !strings.Contains(out.Stdout, "50000 100000") {
+		t.Errorf("the command's cgroup: %q", out.Stdout)
+	}
+}
