@@ -314,3 +314,34 @@ func TestEscapeGitSymlinkedDirs(t *testing.T) {
 		})
 	}
 }
+
+// TestEscapeGitNestedRepositoryQuarantine: a nested repository registered
+// during a call is left alone when it runs nothing, and moved aside, with a
+// note in the result, when its config would run a command.
+func TestEscapeGitNestedRepositoryQuarantine(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	s := e.serve()
+	res, out := s.sh(t, `git init -q plain && git -C plain -c user.name=A -c user.email=a@example.com commit -q --allow-empty -m s && git add plain 2>/dev/null; echo done`)
+	if res.IsError || out.Stdout != "done\n" || strings.Contains(text(res), "quarantined") {
+		t.Fatalf("a plain nested repository: %q", text(res))
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "plain", ".git")); err != nil {
+		t.Errorf("a plain nested repository was moved: %v", err)
+	}
+	pwn := `touch ` + filepath.Join(e.home, "PWNED")
+	res, _ = s.sh(t, `git init -q evil && git -C evil -c user.name=A -c user.email=a@example.com commit -q --allow-empty -m s && git -C evil config core.fsmonitor "`+pwn+`; false" && git add evil 2>/dev/null; echo done`)
+	if !strings.Contains(text(res), "evil/.git was moved to .git.quarantined-by-nanosandbox") || !strings.Contains(text(res), "core.fsmonitor") {
+		t.Errorf("no quarantine note: %q", text(res))
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "evil", ".git.quarantined-by-nanosandbox", "config")); err != nil {
+		t.Errorf("the quarantined repository is not where the note says: %v", err)
+	}
+	e.gitTry("status")
+	if _, err := os.Lstat(filepath.Join(e.home, "PWNED")); err == nil {
+		t.Errorf("the host's git status ran the planted command")
+	}
+	// Next call: the plain nested repository is now protected like the
+	// workspace's own.
+	e.mustDeny(nil, `echo '[core]' >> plain/.git/config`)
+}

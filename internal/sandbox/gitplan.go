@@ -25,11 +25,27 @@ type protection struct {
 	Root string
 }
 
+// gitState is what the end of a call compares with: the repositories in
+// writable roots, and the gitlinks populated when the call began.
+type gitState struct {
+	repos     []repo
+	populated map[string]bool // .git entries of populated gitlinks
+}
+
+// repo is one repository: its work tree and git directory.
+type repo struct{ root, gitdir string }
+
 // gitProtections lists, for every writable directory grant, what must be
 // read-only for this call (DESIGN.md §2.3). It reads the repositories as they
 // are now, since a call can change them for the next one. A path it cannot
 // protect (a symlink where a directory of git's belongs) is refused.
-func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, error) {
+func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, gitState, error) {
+	st := gitState{populated: map[string]bool{}}
+	prots, err := gitProtectionsInto(p, fsys, &st)
+	return prots, st, err
+}
+
+func gitProtectionsInto(p *policy.Policy, fsys fsInfo, st *gitState) ([]protection, error) {
 	var out []protection
 	seen := map[string]bool{}
 	add := func(pr protection) {
@@ -88,6 +104,26 @@ func gitProtections(p *policy.Policy, fsys fsInfo) ([]protection, error) {
 		if !dir {
 			if t, ok := readGitdirFile(fsys, dotgit); ok {
 				gitdir = t
+			}
+		}
+		// Repositories below, registered as gitlinks: the user's git
+		// status enters them (see nested.go).
+		st.repos = append(st.repos, repo{root: g.Path, gitdir: gitdir})
+		for _, sub := range populatedGitlinks(fsys, g.Path, gitdir) {
+			st.populated[sub] = true
+			if _, subdir, symlink := fsys.Lstat(sub); symlink {
+				return nil, refuseSymlink(sub)
+			} else if subdir {
+				if err := gitDirProtections(p, fsys, sub, add); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			add(protection{Path: sub})
+			if target, ok := readGitdirFile(fsys, sub); ok && inWritable(p, target) {
+				if err := gitDirProtections(p, fsys, target, add); err != nil {
+					return nil, err
+				}
 			}
 		}
 		cfg, err := fsys.ReadFile(filepath.Join(gitdir, "config"))

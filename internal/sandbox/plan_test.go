@@ -198,7 +198,7 @@ func TestGitProtections(t *testing.T) {
 			if tt.cfg != "" {
 				fs.files["/w/.git/config"] = tt.cfg
 			}
-			prots, err := gitProtections(p, fs)
+			prots, _, err := gitProtections(p, fs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +229,7 @@ func TestGitProtectionsRefuseSymlinks(t *testing.T) {
 		{"/w/.git@"},
 		append(gitRepo("/w"), "/w/.git/modules@"),
 	} {
-		if _, err := gitProtections(p, newFakeFS(paths...)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		if _, _, err := gitProtections(p, newFakeFS(paths...)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 			t.Errorf("%v: got %v, want a refusal of the symlink", paths[len(paths)-1], err)
 		}
 	}
@@ -238,7 +238,7 @@ func TestGitProtectionsRefuseSymlinks(t *testing.T) {
 		append(gitRepo("/w"), "/w/.git/worktrees@"),
 		append(gitRepo("/w"), "/w/.git/worktrees/x@", "/w/.git/worktrees/y/config"),
 	} {
-		prots, err := gitProtections(p, newFakeFS(paths...))
+		prots, _, err := gitProtections(p, newFakeFS(paths...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +257,7 @@ func TestGitProtectionsLiftedByWritableGrant(t *testing.T) {
 	}}
 	fs := newFakeFS(append(gitRepo("/w"), "/w/.husky/_/")...)
 	fs.files["/w/.git/config"] = "[core]\nhooksPath=.husky/_\n"
-	prots, _ := gitProtections(p, fs)
+	prots, _, _ := gitProtections(p, fs)
 	for _, pr := range prots {
 		if pr.Path == "/w/.husky/_" {
 			t.Fatalf("a --writable grant did not lift the protection of %s", pr.Path)
@@ -273,7 +273,7 @@ func TestPlanCallPinsBeforeCarveOuts(t *testing.T) {
 	}}
 	fs := newFakeFS("/w/a/b/ro/rw/", "/w/.git/hooks/", "/w/.git/config")
 	sp := planStatic(p, fs)
-	prots, _ := gitProtections(p, fs)
+	prots, _, _ := gitProtections(p, fs)
 	got := opStrings(planCall(p, sp, prots, fs))
 	want := []string{
 		"bind-rw /w",

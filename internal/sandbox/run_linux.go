@@ -75,7 +75,7 @@ func (s *Sandbox) run(ctx context.Context, c *Command) (Result, error) {
 
 func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, error) {
 	began := time.Now()
-	prots, err := gitProtections(s.pol, hostFS{})
+	prots, gits, err := gitProtections(s.pol, hostFS{})
 	if err != nil {
 		return Result{}, err
 	}
@@ -227,6 +227,7 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		waitErr = <-done
 	}
 	rs := <-reports
+	res.Notes = append(res.Notes, quarantineNested(gits, hostFS{})...)
 	res.Duration = time.Since(began)
 	var cgo cgroupOutcome
 	if cg != nil {

@@ -30,3 +30,5 @@ func childMain(string) {}
 func createPlaceholder(protection) (bool, error) { return false, ErrUnsupported }
 
 func removePlaceholder(protection) {}
+
+func quarantineNested(gitState, fsInfo) []string { return nil }
