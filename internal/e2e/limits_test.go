@@ -144,6 +144,49 @@ func TestLimitCgroupV2(t *testing.T) {
 	e := newEnv(t)
 	e.attackPath()
 	s := e.serve("--memory", "256MiB", "--max-processes", "64", "--cpus", "0.5")
+
+	// The command's own cgroup, seen from the host while it runs.
+	m := sleepMarker()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.call(t, map[string]any{"command": "sleep", "args": []string{m}})
+	}()
+	waitFor(t, func() bool { return len(processesWith(m)) > 0 })
+	pid := strings.SplitN(processesWith(m)[0], ":", 2)[0]
+	b, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(b)), "0::"))
+	dir := filepath.Join("/sys/fs/cgroup", rel)
+	for file, want := range map[string]string{
+		"memory.max":      "268435456",
+		"memory.swap.max": "0",
+		"pids.max":        "64",
+		"cpu.max":         "50000 100000",
+	} {
+		got, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil || strings.TrimSpace(string(got)) != want {
+			t.Errorf("%s/%s: got %q %v, want %q", dir, file, got, err, want)
+		}
+	}
+	// Cancel it by closing the session: the cgroup is then removed.
+	s.Close()
+	<-done
+	waitGone(t, m, 5*time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command's cgroup %s is still there", dir)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	s = e.serve("--memory", "256MiB", "--max-processes", "64")
 	res, out := s.call(t, map[string]any{"command": "./attack", "args": []string{"membomb"}})
 	wantLimit(t, res.IsError, text(res), out, "memory limit 256 MiB (cgroup)")
 	if out.MemoryPeakBytes < 200<<20 {
@@ -153,8 +196,7 @@ func TestLimitCgroupV2(t *testing.T) {
 	wantLimit(t, res.IsError, text(res), out, "process limit 64 (cgroup)")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, out = s.callCtx(ctx, t, map[string]any{"command": "sh", "args": []string{"-c", "cat /proc/self/cgroup; cat /sys/fs/cgroup/cpu.max"}})
-	if !strings.Contains(out.Stdout, "0::/") || !strings.Contains(out.Stdout, "50000 100000") {
-		t.Errorf("the command's cgroup: %q", out.Stdout)
+	if _, out = s.callCtx(ctx, t, map[string]any{"command": "./attack", "args": []string{"threads", "32"}}); out.ExitCode != 0 {
+		t.Errorf("32 threads under pids.max 64: %+v", out)
 	}
 }

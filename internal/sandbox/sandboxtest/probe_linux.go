@@ -38,7 +38,7 @@ func cgroup2Delegated() string {
 		return "no /sys/fs/cgroup"
 	}
 	if st.Type != unix.CGROUP2_SUPER_MAGIC {
-		return "needs cgroup v2; this machine has v1 (or a v1/v2 hybrid)"
+		return "this machine has cgroup v1 (or a v1/v2 hybrid), not v2"
 	}
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
