@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command attack makes the system calls the escape suite attempts from
 // inside the sandbox, ones a shell cannot make. Each subcommand prints "ok"
 // and exits 0 when the call succeeded, or "denied: ERRNO" and exits 3 when
