@@ -270,17 +270,68 @@ func TestServerStdoutIsOnlyJSONRPC(t *testing.T) {
 	}
 }
 
-func TestServerSIGTERMDuringCall(t *testing.T) {
+func TestServerSignalDuringCall(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			e := newEnv(t)
+			cmd, stdin, lines := e.startRaw(t)
+			m := sleepMarker()
+			send(t, stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep","args":["`+m+`"]}}}`)
+			waitFor(t, func() bool { return len(processesWith(m)) > 0 })
+			cmd.Process.Signal(sig)
+			waitExit(t, cmd, 10*time.Second)
+			waitGone(t, m, 5*time.Second)
+			for line := range lines {
+				mustJSONRPC(t, line)
+			}
+		})
+	}
+}
+
+func TestServerSendsProgress(t *testing.T) {
 	e := newEnv(t)
-	cmd, stdin, lines := e.startRaw(t)
-	m := sleepMarker()
-	send(t, stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep","args":["`+m+`"]}}}`)
-	waitFor(t, func() bool { return len(processesWith(m)) > 0 })
-	cmd.Process.Signal(syscall.SIGTERM)
-	waitExit(t, cmd, 10*time.Second)
-	waitGone(t, m, 5*time.Second)
-	for line := range lines {
-		mustJSONRPC(t, line)
+	args := append([]string{"--workspace", e.ws}, "--timeout", "20s")
+	cmd := exec.Command(serverBin, args...)
+	cmd.Env = e.vars
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	client := mcp.NewClient(&mcp.Implementation{Name: "progress", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, req.Params)
+			mu.Unlock()
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "sh", "args": []string{"-c", "echo tick; sleep 3.5; echo tock"}}}
+	params.SetProgressToken("tok-1")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 2 || len(got) > 5 {
+		t.Fatalf("got %d progress notifications over 3.5 s, want about one a second", len(got))
+	}
+	for i, p := range got {
+		if p.ProgressToken != "tok-1" || p.Total != 20 || p.Progress <= 0 || i > 0 && p.Progress <= got[i-1].Progress {
+			t.Errorf("notification %d: %+v", i, p)
+		}
+	}
+	// Without a token, none.
+	before := len(got)
+	mu.Unlock()
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "sleep", "args": []string{"1.5"}}})
+	mu.Lock()
+	if len(got) != before {
+		t.Errorf("progress sent without a progress token: %+v", got[before:])
 	}
 }
 

@@ -99,3 +99,13 @@ func (c Capabilities) Report() string {
 	fmt.Fprintf(&b, "network       ok    none (own network namespace, loopback only)\n")
 	return b.String()
 }
+
+// kernelAtLeast reports whether a kernel release ("6.18.44-...") is at
+// least major.minor.
+func kernelAtLeast(release string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(release, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}

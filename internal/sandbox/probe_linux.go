@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -34,16 +33,6 @@ func QuickProbe() Capabilities {
 	c.Cgroup, c.CgroupCPU, c.CgroupWhy = probeCgroup()
 	c.PidNSMax = kernelAtLeast(c.Kernel, 6, 14)
 	return c
-}
-
-// kernelAtLeast reports whether a kernel release ("6.18.44-...") is at
-// least major.minor.
-func kernelAtLeast(release string, major, minor int) bool {
-	var ma, mi int
-	if _, err := fmt.Sscanf(release, "%d.%d", &ma, &mi); err != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
 }
 
 func probeSeccomp() string {

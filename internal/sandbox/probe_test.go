@@ -1,0 +1,91 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+)
+
+func TestRefusal(t *testing.T) {
+	ok := Capabilities{OS: "linux", Arch: "amd64", Kernel: "6.18.0", LandlockABI: 7, CgroupWhy: "v1"}
+	for _, tt := range []struct {
+		name       string
+		change     func(*Capabilities)
+		cause, fix string
+	}{
+		{"all present", func(*Capabilities) {}, "", ""},
+		{"no Landlock", func(c *Capabilities) { c.LandlockABI = 0 }, "no Landlock", "Linux 5.13"},
+		{"no user namespaces", func(c *Capabilities) { c.UserNS, c.UserNSFix = "operation not permitted (AppArmor ...)", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" }, "cannot create user namespaces", "apparmor_restrict_unprivileged_userns"},
+		{"no seccomp", func(c *Capabilities) { c.Seccomp = "ENOSYS" }, "seccomp", "CONFIG_SECCOMP_FILTER"},
+		{"another architecture", func(c *Capabilities) { c.Arch = "riscv64" }, "riscv64 is not supported", "amd64"},
+		{"macOS, for now", func(c *Capabilities) { c.OS = "darwin" }, "macOS is not supported yet", "Linux"},
+		{"Windows", func(c *Capabilities) { c.OS = "windows" }, "Windows is not supported", "WSL"},
+		{"another OS", func(c *Capabilities) { c.OS = "freebsd" }, "freebsd is not supported", "Linux or macOS"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.change(&c)
+			r := c.Refusal()
+			if tt.cause == "" {
+				if r != nil {
+					t.Fatalf("got %+v, want no refusal", r)
+				}
+				return
+			}
+			if r == nil || !strings.Contains(r.Cause, tt.cause) || !strings.Contains(r.Fix, tt.fix) {
+				t.Errorf("got %+v, want cause %q and fix %q", r, tt.cause, tt.fix)
+			}
+		})
+	}
+}
+
+func TestMechanisms(t *testing.T) {
+	all := policy.Limits{MemoryBytes: 1 << 30, MaxProcesses: 100, MaxFileBytes: 1 << 30, TmpBytes: 1 << 20, CPUTime: time.Minute}
+	v1 := Capabilities{Kernel: "6.18.0", CgroupWhy: "this machine has cgroup v1", PidNSMax: true}
+	v2 := Capabilities{Kernel: "6.18.0", Cgroup: "/sys/fs/cgroup/user.slice/x", CgroupCPU: true, PidNSMax: true}
+	old := Capabilities{Kernel: "6.1.0", CgroupWhy: "this machine has cgroup v1"}
+	for _, tt := range []struct {
+		name    string
+		l       policy.Limits
+		caps    Capabilities
+		uid     int
+		want    Mechanisms
+		refused string
+	}{
+		{"user, no cgroup", all, v1, 1000, Mechanisms{Memory: "rlimit", Processes: "rlimit", FileSize: "rlimit", Tmp: "tmpfs", CPUTime: "rlimit"}, ""},
+		{"root, no cgroup", all, v1, 0, Mechanisms{Memory: "rlimit", Processes: "pid namespace", FileSize: "rlimit", Tmp: "tmpfs", CPUTime: "rlimit"}, ""},
+		{"root, old kernel", all, old, 0, Mechanisms{}, "RLIMIT_NPROC does not bind root"},
+		{"root, old kernel, no process limit", policy.Limits{MemoryBytes: 1 << 30}, old, 0, Mechanisms{Memory: "rlimit"}, ""},
+		{"delegated cgroup", all, v2, 1000, Mechanisms{Memory: "cgroup", Processes: "cgroup", FileSize: "rlimit", Tmp: "tmpfs", CPUTime: "rlimit"}, ""},
+		{"cpus with cgroup", policy.Limits{CPUs: 1.5}, v2, 0, Mechanisms{CPUs: "cgroup"}, ""},
+		{"cpus without cgroup", policy.Limits{CPUs: 1.5}, v1, 1000, Mechanisms{}, "--cpus needs a delegated cgroup v2"},
+		{"cpus without the cpu controller", policy.Limits{CPUs: 1}, Capabilities{Cgroup: "/x"}, 1000, Mechanisms{}, "cpu controller"},
+		{"nothing asked", policy.Limits{}, v1, 0, Mechanisms{}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, r := mechanisms(tt.l, tt.caps, tt.uid)
+			if tt.refused != "" {
+				if r == nil || !strings.Contains(r.Cause, tt.refused) || r.Fix == "" {
+					t.Fatalf("got %+v, %+v; want a refusal about %q with a fix", got, r, tt.refused)
+				}
+				return
+			}
+			if r != nil || got != tt.want {
+				t.Errorf("got %+v, %v; want %+v", got, r, tt.want)
+			}
+		})
+	}
+}
+
+func TestKernelAtLeast(t *testing.T) {
+	for _, tt := range []struct {
+		release string
+		want    bool
+	}{{"6.14.0", true}, {"6.18.44-fc-v669", true}, {"7.0", true}, {"6.13.9", false}, {"5.15.0-91-generic", false}, {"garbage", false}} {
+		if got := kernelAtLeast(tt.release, 6, 14); got != tt.want {
+			t.Errorf("kernelAtLeast(%q): got %v, want %v", tt.release, got, tt.want)
+		}
+	}
+}
