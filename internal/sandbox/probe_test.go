@@ -17,7 +17,9 @@ func TestRefusal(t *testing.T) {
 	}{
 		{"all present", func(*Capabilities) {}, "", ""},
 		{"no Landlock", func(c *Capabilities) { c.LandlockABI = 0 }, "no Landlock", "Linux 5.13"},
-		{"no user namespaces", func(c *Capabilities) { c.UserNS, c.UserNSFix = "operation not permitted (AppArmor ...)", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" }, "cannot create user namespaces", "apparmor_restrict_unprivileged_userns"},
+		{"no user namespaces", func(c *Capabilities) {
+			c.UserNS, c.UserNSFix = "operation not permitted (AppArmor ...)", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+		}, "cannot create user namespaces", "apparmor_restrict_unprivileged_userns"},
 		{"no seccomp", func(c *Capabilities) { c.Seccomp = "ENOSYS" }, "seccomp", "CONFIG_SECCOMP_FILTER"},
 		{"another architecture", func(c *Capabilities) { c.Arch = "riscv64" }, "riscv64 is not supported", "amd64"},
 		{"macOS, for now", func(c *Capabilities) { c.OS = "darwin" }, "macOS is not supported yet", "Linux"},
