@@ -107,7 +107,27 @@ func adoptCgroup(base string, cpu bool) (*cgroupTree, error) {
 	if err := os.WriteFile(filepath.Join(base, "cgroup.subtree_control"), []byte(ctl), 0); err != nil {
 		return nil, fmt.Errorf("write %q to %s/cgroup.subtree_control: %w", ctl, base, unwrap(err))
 	}
+	removeStaleCgroups(base)
 	return &cgroupTree{base: base}, nil
+}
+
+// removeStaleCgroups removes the command cgroups of servers that are gone
+// (killed before they could remove them). Only empty ones can be removed,
+// and only those named after a process that no longer exists are tried.
+func removeStaleCgroups(base string) {
+	ents, _ := os.ReadDir(base)
+	for _, e := range ents {
+		var pid, n int
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := fmt.Sscanf(e.Name(), "cmd-%d-%d", &pid, &n); err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			unix.Rmdir(filepath.Join(base, e.Name()))
+		}
+	}
 }
 
 // cmdCgroup is one command's cgroup.
