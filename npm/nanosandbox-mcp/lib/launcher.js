@@ -40,7 +40,7 @@ function missingMessage(pkg) {
   return [
     `${NAME}: error: the platform package "${pkg}" is not installed`,
     `${NAME}: hint: npm installs it as an optional dependency of ${NAME} on ${pkg.slice(NAME.length + 1)}; ` +
-      `reinstall without --omit=optional (or --no-optional), or install it directly: npm install ${pkg}`,
+      `reinstall without --omit=optional (check npm_config_omit too), or install it directly: npm install ${pkg}`,
   ].join('\n');
 }
 
