@@ -18,8 +18,11 @@ const (
 	DefaultTimeout        = 50 * time.Second // below the 60 s request timeout most clients use
 	DefaultMaxOutputBytes = 16 << 10         // per stream; two streams, twice over, stay far below 25k tokens
 	DefaultMaxConcurrent  = 4
-	MaxMaxOutputBytes     = 4 << 20 // keeps a result well under the 10 MiB message limit of the TypeScript SDK
-	MaxMaxConcurrent      = 256
+	// MaxMaxOutputBytes keeps a result under the TypeScript SDK's 10 MiB
+	// message limit whatever the output: two streams, each in the structured
+	// result and the text, each byte escaped to at most six (\u0000).
+	MaxMaxOutputBytes = 256 << 10
+	MaxMaxConcurrent  = 256
 )
 
 // Default resource limits: generous for builds and test suites, finite so
@@ -150,7 +153,7 @@ func New(o Options) (*Policy, error) {
 	case o.MaxOutputBytes == 0:
 		p.MaxOutputBytes = DefaultMaxOutputBytes
 	case o.MaxOutputBytes < 256 || o.MaxOutputBytes > MaxMaxOutputBytes:
-		return nil, &FlagError{Flag: "--max-output", Value: FormatSize(int64(o.MaxOutputBytes)), Err: "out of range", Hint: "pass a size between 256B and 4MiB, for example --max-output 32KiB"}
+		return nil, &FlagError{Flag: "--max-output", Value: FormatSize(int64(o.MaxOutputBytes)), Err: "out of range", Hint: "pass a size between 256B and 256KiB, for example --max-output 32KiB"}
 	}
 	switch {
 	case o.MaxConcurrent == 0:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,7 +49,7 @@ func New(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version s
 		Logger:       log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	mcp.AddTool(s, tool(pol), h.runCommand)
+	s.AddTool(tool(pol), h.handle)
 	return s, h
 }
 
@@ -87,16 +88,40 @@ func (h *handler) wait(d time.Duration) {
 	}
 }
 
-func (h *handler) runCommand(ctx context.Context, req *mcp.CallToolRequest, in runCommandInput) (res *mcp.CallToolResult, out runCommandOutput, err error) {
+// handle is the tool handler: it decodes the arguments itself, runs the
+// command, and attaches the structured result. A panic comes back as an
+// error result; the server goes on.
+func (h *handler) handle(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 	h.running.Add(1)
 	defer h.running.Done()
+	var out runCommandOutput
 	defer func() {
 		if r := recover(); r != nil {
 			h.log.Error("panic in run_command", "panic", r, "stack", string(debug.Stack()))
 			res, out = failure(fmt.Sprintf("internal error: %v; the server is still running, try again", r), 0)
-			err = nil
 		}
+		structured, merr := json.Marshal(out)
+		if merr != nil {
+			res, _ = failure("internal error: "+merr.Error(), 0)
+			return
+		}
+		res.StructuredContent = json.RawMessage(structured)
+		err = nil
 	}()
+	var raw json.RawMessage
+	if req.Params != nil {
+		raw = req.Params.Arguments
+	}
+	in, derr := decodeInput(raw)
+	if derr != nil {
+		res, out = failure(derr.Error(), 0)
+		return res, nil
+	}
+	res, out = h.runCommand(ctx, req, in)
+	return res, nil
+}
+
+func (h *handler) runCommand(ctx context.Context, req *mcp.CallToolRequest, in runCommandInput) (res *mcp.CallToolResult, out runCommandOutput) {
 	// Every call ends when the server shuts down, whatever the client does:
 	// the SDK does not cancel running handlers on SIGTERM.
 	ctx, cancel := context.WithCancel(ctx)
@@ -108,16 +133,14 @@ func (h *handler) runCommand(ctx context.Context, req *mcp.CallToolRequest, in r
 		stdin = *in.Stdin
 	}
 	if err := h.pol.Check(in.Command, in.Args, stdin); err != nil {
-		res, out = failure(err.Error(), 0)
-		return res, out, nil
+		return failure(err.Error(), 0)
 	}
 
 	began := time.Now()
 	select {
 	case h.slots <- struct{}{}:
 	case <-ctx.Done():
-		res, out = failure("cancelled before it started: the server is shutting down or the call was cancelled", time.Since(began))
-		return res, out, nil
+		return failure("cancelled before it started: the server is shutting down or the call was cancelled", time.Since(began))
 	}
 	defer func() { <-h.slots }()
 
@@ -135,8 +158,7 @@ func (h *handler) runCommand(ctx context.Context, req *mcp.CallToolRequest, in r
 	stopProgress := h.progress(ctx, req, stdout, stderr)
 	r, runErr := h.sb.Run(ctx, cmd)
 	stopProgress()
-	res, out = h.result(r, runErr, stdout, stderr)
-	return res, out, nil
+	return h.result(r, runErr, stdout, stderr)
 }
 
 // progress sends a notification about once a second while the command runs,

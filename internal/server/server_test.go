@@ -96,9 +96,15 @@ func TestRefusalsNeverReachTheSandbox(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{"extra property", map[string]any{"command": "ls", "cwd": "/"}, "cwd"},
-		{"empty command", map[string]any{"command": ""}, "minLength"},
-		{"args as string", map[string]any{"command": "ls", "args": "-la"}, "args"},
+		{"extra property", map[string]any{"command": "ls", "cwd": "/"}, `refused: unknown argument "cwd"; run_command takes only command, args and stdin`},
+		{"two extra properties", map[string]any{"command": "ls", "env": map[string]any{}, "cwd": "/"}, `refused: unknown arguments "cwd", "env"`},
+		{"empty command", map[string]any{"command": ""}, "refused: command is empty"},
+		{"missing command", map[string]any{"args": []string{"x"}}, "refused: command is missing"},
+		{"no arguments", nil, "refused: no arguments"},
+		{"command as array", map[string]any{"command": []string{"ls", "-la"}}, "refused: command is not a string"},
+		{"args as string", map[string]any{"command": "ls", "args": "-la"}, "refused: args is not an array"},
+		{"a number in args", map[string]any{"command": "head", "args": []any{"-n", 5}}, "refused: args[1] is not a string"},
+		{"stdin as object", map[string]any{"command": "cat", "stdin": map[string]any{}}, "refused: stdin is not a string"},
 		{"NUL byte", map[string]any{"command": "echo", "args": []string{"a\x00"}}, "refused: args[0] contains a NUL byte"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,8 +113,12 @@ func TestRefusalsNeverReachTheSandbox(t *testing.T) {
 				t.Fatal(err)
 			}
 			txt := res.Content[0].(*mcp.TextContent).Text
-			if !res.IsError || !strings.Contains(txt, tt.want) || strings.Contains(txt, "internal error") {
-				t.Errorf("got isError=%v %q, want a refusal mentioning %q", res.IsError, txt, tt.want)
+			if !res.IsError || !strings.HasPrefix(txt, tt.want) || strings.Contains(txt, "internal error") {
+				t.Errorf("got isError=%v %q, want a refusal starting %q", res.IsError, txt, tt.want)
+			}
+			sc, _ := json.Marshal(res.StructuredContent)
+			if !strings.Contains(string(sc), `"exit_code":-1`) || !strings.Contains(string(sc), `"error":"refused: `) {
+				t.Errorf("structured content: %s", sc)
 			}
 		})
 	}

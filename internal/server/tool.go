@@ -64,14 +64,24 @@ func inputSchema() *jsonschema.Schema {
 
 func boolPtr(b bool) *bool { return &b }
 
+// outputSchema is inferred from runCommandOutput.
+func outputSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[runCommandOutput](&jsonschema.ForOptions{})
+	if err != nil {
+		panic(err) // a static type: cannot fail at run time
+	}
+	return s
+}
+
 // tool describes run_command, with the effective policy in its description
 // so the model does not have to probe.
 func tool(p *policy.Policy) *mcp.Tool {
 	return &mcp.Tool{
-		Name:        toolName,
-		Title:       "Run a command in the sandbox",
-		Description: p.Describe(),
-		InputSchema: inputSchema(),
+		Name:         toolName,
+		Title:        "Run a command in the sandbox",
+		Description:  p.Describe(),
+		InputSchema:  inputSchema(),
+		OutputSchema: outputSchema(),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Run a command in the sandbox",
 			ReadOnlyHint:    false,

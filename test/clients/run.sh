@@ -32,7 +32,8 @@ count_node() {
 count_python() {
   local f=$1 ran bad
   ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p' "$f" | tail -1)
-  bad=$(grep -oE '(failures|errors)=[0-9]+' "$f" | cut -d= -f2 | paste -sd+ - | bc 2>/dev/null)
+  bad=0
+  for n in $(grep -oE '(failures|errors)=[0-9]+' "$f" | cut -d= -f2); do bad=$((bad + n)); done
   local sk
   sk=$(grep -oE 'skipped=[0-9]+' "$f" | cut -d= -f2 | tail -1)
   failed=$((failed + ${bad:-0}))
@@ -78,8 +79,10 @@ fi
 
 echo
 if [ "$todo" -gt 0 ]; then
-  echo "known server gaps, marked todo (see README.md): $todo"
-  grep -h '# server:' "$out"/*.log | sed -e 's/^ *✖ /  /' -e 's/ ([0-9.]*ms) # / # /' | sort -u
+  # A todo test runs but cannot fail the run: it would hide a gap.
+  echo "tests marked todo: $todo; make them pass or fix the server"
+  grep -h '# TODO\|# server:' "$out"/*.log | sort -u
+  status=1
 fi
-echo "clients: $passed passed, $failed failed, $((skipped + todo)) skipped"
+echo "clients: $passed passed, $failed failed, $skipped skipped"
 exit "$status"

@@ -143,10 +143,13 @@ for (const era of eras) {
       assert.ok(!sc.stdout.includes(m), 'the refused command ran');
     });
 
-    // DESIGN.md §2.1 and STYLE.md: a refusal opens with "refused:". The
-    // SDK's schema check answers first, with its own wording.
-    test('opens a refusal with "refused"', { todo: 'server: extra arguments are refused by the SDK schema check, text "validating \\"arguments\\": ..."' }, async () => {
-      assert.equal(firstWord(await s.call({ command: 'true', cwd: '/' })), 'refused');
+    // DESIGN.md §2.1 and STYLE.md: a refusal opens with "refused:" and says
+    // what run_command takes.
+    test('opens a refusal with "refused"', async () => {
+      const r = await s.call({ command: 'true', cwd: '/' });
+      assert.equal(firstWord(r), 'refused');
+      assert.match(textOf(r), /unknown argument "cwd"; run_command takes only command, args and stdin/);
+      assert.equal(r.structuredContent.exit_code, -1);
     });
 
     test('refuses mistyped and missing arguments', async () => {
@@ -220,26 +223,32 @@ for (const era of eras) {
       ran(await s.call({ command: 'true' }), 0);
     });
 
-    // 2 MiB kept per stream, of 4 MiB printed: the result carries it twice
-    // (structuredContent and the text block), 8 MiB, under the 10 MiB limit.
+
     test('returns a result near the output cap', async (t) => {
-      await bigOutput(t, era, 2);
+      await bigOutput(t, era, 192);
     });
 
-    // At the largest --max-output the server accepts, a result must still
-    // stay under the TypeScript SDK's 10 MiB limit (policy.MaxMaxOutputBytes
-    // says it does).
-    test('returns a result at the largest output cap', { todo: 'server: --max-output 4MiB gives a 16 MiB message (output is in structuredContent and in the text block), the client drops the connection' }, async (t) => {
-      await bigOutput(t, era, 4);
+    // At the largest --max-output the server accepts (256 KiB), a result
+    // must stay under the TypeScript SDK's 10 MiB limit, whatever the output.
+    test('returns a result at the largest output cap', async (t) => {
+      await bigOutput(t, era, 256);
     });
 
-    // Escaping counts too: a NUL byte is 6 bytes of JSON ("\u0000"), so
-    // 1 MiB of binary output is 6 MiB in each of the two places it appears.
-    test('returns binary output near the output cap', { todo: 'server: --max-output 1MiB and 1 MiB of NUL bytes on stdout give a 12.6 MB message; the client drops the connection' }, async (t) => {
-      const s = await era.connect(serverArgs(workspace(t), '--max-output', '1MiB'));
+    // Escaping counts too: a NUL byte is 6 bytes of JSON ("\u0000"), and the
+    // output appears twice (structuredContent and the text block).
+    test('returns binary output at the largest output cap', async (t) => {
+      const s = await era.connect(serverArgs(workspace(t), '--max-output', '256KiB'));
       t.after(() => s.close());
-      const r = await s.call(sh('head -c 1048576 /dev/zero'));
-      assert.equal(ran(r, 0).stdout.length, 1048576);
+      const r = await s.call(sh('head -c 262144 /dev/zero; head -c 262144 /dev/zero >&2'));
+      const sc = ran(r, 0);
+      assert.equal(sc.stdout.length, 262144);
+      assert.equal(sc.stderr.length, 262144);
+      const size = Buffer.byteLength(JSON.stringify(r));
+      assert.ok(size > 4 * 6 * 262144 && size < MESSAGE_LIMIT, `result of ${size} bytes`);
+    });
+
+    test('refuses an output cap above 256 KiB', async (t) => {
+      await assert.rejects(era.connect(serverArgs(workspace(t), '--max-output', '4MiB')));
     });
 
     test('runs 8 calls at once', async (t) => {
@@ -256,17 +265,18 @@ for (const era of eras) {
   });
 }
 
-async function bigOutput(t, era, mib) {
-  const s = await era.connect(serverArgs(workspace(t), '--max-output', `${mib}MiB`));
+async function bigOutput(t, era, kib) {
+  const s = await era.connect(serverArgs(workspace(t), '--max-output', `${kib}KiB`));
   t.after(() => s.close());
-  const printed = 2 * mib * 1024 * 1024;
+  const cap = kib * 1024;
+  const printed = 2 * cap;
   const r = await s.call(sh(`head -c ${printed} /dev/zero | tr '\\000' o; head -c ${printed} /dev/zero | tr '\\000' e >&2`));
   const sc = ran(r, 0);
   const size = Buffer.byteLength(JSON.stringify(r));
   assert.ok(size < MESSAGE_LIMIT, `result of ${size} bytes`);
   for (const [text, omitted, ch] of [[sc.stdout, sc.stdout_omitted_bytes, 'o'], [sc.stderr, sc.stderr_omitted_bytes, 'e']]) {
-    assert.ok(omitted > 0 && omitted <= printed - mib * 1024 * 1024, `omitted ${omitted}`);
-    assert.ok(text.length >= mib * 1024 * 1024 - 1024 && text.length <= mib * 1024 * 1024 + 1024, `kept ${text.length}`);
+    assert.ok(omitted > 0 && omitted <= printed - cap, `omitted ${omitted}`);
+    assert.ok(text.length >= cap - 1024 && text.length <= cap + 1024, `kept ${text.length}`);
     assert.ok(text.startsWith(ch.repeat(100)) && text.endsWith(ch.repeat(100)), 'head and tail kept');
   }
   ran(await s.call({ command: 'true' }), 0);
