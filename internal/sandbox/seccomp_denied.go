@@ -1,0 +1,58 @@
+//go:build linux && (amd64 || arm64)
+
+package sandbox
+
+import "golang.org/x/sys/unix"
+
+// deniedSyscalls are refused with EPERM whatever their arguments, on every
+// architecture with a reviewed table: each arch file names the same
+// constants, which x/sys numbers per architecture.
+var deniedSyscalls = []uint32{
+	// Other namespaces and other processes' memory.
+	unix.SYS_SETNS,
+	unix.SYS_PTRACE,
+	unix.SYS_PROCESS_VM_READV,
+	unix.SYS_PROCESS_VM_WRITEV,
+	unix.SYS_KCMP,
+	unix.SYS_PIDFD_GETFD,
+	// Kernel keyrings, BPF, perf, userfaultfd, io_uring: large
+	// attack surface, no use for a command.
+	unix.SYS_KEYCTL,
+	unix.SYS_ADD_KEY,
+	unix.SYS_REQUEST_KEY,
+	unix.SYS_BPF,
+	unix.SYS_PERF_EVENT_OPEN,
+	unix.SYS_USERFAULTFD,
+	unix.SYS_IO_URING_SETUP,
+	unix.SYS_IO_URING_ENTER,
+	unix.SYS_IO_URING_REGISTER,
+	// The mount API, old and new.
+	unix.SYS_MOUNT,
+	unix.SYS_UMOUNT2,
+	unix.SYS_PIVOT_ROOT,
+	unix.SYS_CHROOT,
+	unix.SYS_MOVE_MOUNT,
+	unix.SYS_OPEN_TREE,
+	unix.SYS_OPEN_TREE_ATTR,
+	unix.SYS_FSOPEN,
+	unix.SYS_FSCONFIG,
+	unix.SYS_FSMOUNT,
+	unix.SYS_FSPICK,
+	unix.SYS_MOUNT_SETATTR,
+	// File handles reach files by inode, around the mount tree.
+	unix.SYS_OPEN_BY_HANDLE_AT,
+	unix.SYS_NAME_TO_HANDLE_AT,
+	// The machine's kernel, swap, quotas and power.
+	unix.SYS_KEXEC_LOAD,
+	unix.SYS_KEXEC_FILE_LOAD,
+	unix.SYS_INIT_MODULE,
+	unix.SYS_FINIT_MODULE,
+	unix.SYS_DELETE_MODULE,
+	unix.SYS_ACCT,
+	unix.SYS_SWAPON,
+	unix.SYS_SWAPOFF,
+	unix.SYS_REBOOT,
+	unix.SYS_QUOTACTL,
+	unix.SYS_QUOTACTL_FD,
+	unix.SYS_LOOKUP_DCOOKIE,
+}
