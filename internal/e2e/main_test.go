@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,10 +67,29 @@ func TestMain(m *testing.M) {
 // env is one test's world: a fake home holding credentials, a workspace
 // inside it, and the environment the server is started with.
 type env struct {
-	t    *testing.T
-	home string // HOME of the server
-	ws   string // the workspace, $HOME/proj
-	vars []string
+	t      *testing.T
+	home   string // HOME of the server
+	ws     string // the workspace, $HOME/proj
+	vars   []string
+	stderr *syncBuffer // the server's stderr, for tests that start it raw
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func newEnv(t *testing.T) *env {
@@ -94,7 +114,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	return &env{t: t, home: home, ws: ws, vars: []string{
+	return &env{t: t, home: home, ws: ws, stderr: &syncBuffer{}, vars: []string{
 		"HOME=" + home,
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",

@@ -187,6 +187,7 @@ func (e *env) startRaw(t *testing.T, flags ...string) (cmd *exec.Cmd, stdin io.W
 	t.Helper()
 	cmd = exec.Command(serverBin, append([]string{"--workspace", e.ws}, flags...)...)
 	cmd.Env = e.vars
+	cmd.Stderr = e.stderr
 	stdin, _ = cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -275,6 +276,7 @@ func TestServerSignalDuringCall(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			e := newEnv(t)
 			cmd, stdin, lines := e.startRaw(t)
+			stderr := e.stderr
 			m := sleepMarker()
 			send(t, stdin, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep","args":["`+m+`"]}}}`)
 			waitFor(t, func() bool { return len(processesWith(m)) > 0 })
@@ -283,6 +285,9 @@ func TestServerSignalDuringCall(t *testing.T) {
 			waitGone(t, m, 5*time.Second)
 			for line := range lines {
 				mustJSONRPC(t, line)
+			}
+			if strings.Contains(stderr.String(), "ERROR") {
+				t.Errorf("a normal shutdown logged an error: %s", stderr.String())
 			}
 		})
 	}

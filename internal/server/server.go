@@ -56,7 +56,7 @@ func New(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version s
 // Serve speaks MCP over stdin and stdout until stdin ends or ctx is done,
 // then kills every running command and waits, briefly, for their results.
 func Serve(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version string, stdin io.Reader, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(quietShutdown{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	shutdownCtx, shutdown := context.WithCancel(ctx)
 	defer shutdown()
 	s, h := New(shutdownCtx, sb, pol, version, log)
@@ -69,6 +69,26 @@ func Serve(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version
 		return err
 	}
 	return nil
+}
+
+// quietShutdown drops the SDK's "server run cancelled" record: a signal
+// asking the server to stop is a normal end, not an error, and clients show
+// stderr as the server's log.
+type quietShutdown struct{ slog.Handler }
+
+func (q quietShutdown) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "server run cancelled" {
+		return nil
+	}
+	return q.Handler.Handle(ctx, r)
+}
+
+func (q quietShutdown) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietShutdown{q.Handler.WithAttrs(as)}
+}
+
+func (q quietShutdown) WithGroup(name string) slog.Handler {
+	return quietShutdown{q.Handler.WithGroup(name)}
 }
 
 type nopWriteCloser struct{ io.Writer }
