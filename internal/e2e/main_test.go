@@ -21,6 +21,9 @@ import (
 var (
 	serverBin string // the nanosandbox-mcp binary under test
 	attackBin string // internal/e2e/attack, run inside the sandbox
+	builtHere bool   // built by TestMain from this module's sources
+
+	sourcesOnce sync.Once
 )
 
 // secretValue is in the server's environment in every test; no command may
@@ -31,6 +34,7 @@ func TestMain(m *testing.M) {
 	serverBin, attackBin = os.Getenv("NANOSANDBOX_BIN"), os.Getenv("NANOSANDBOX_ATTACK_BIN")
 	var tmp string
 	if serverBin == "" || attackBin == "" {
+		builtHere = true
 		var err error
 		tmp, err = os.MkdirTemp("", "nsb-e2e-bin-")
 		if err != nil {
@@ -62,6 +66,25 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(tmp)
 	}
 	os.Exit(code)
+}
+
+// readSources reads every source file of the module. The binaries are
+// built in a subprocess, which go test's result cache cannot see; files the
+// test process itself reads while tests run, it can: so a change anywhere
+// reruns these tests instead of replaying a cached pass. newEnv calls it.
+func readSources() {
+	filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "dist" || strings.HasPrefix(d.Name(), ".") && path != "../..") {
+			return filepath.SkipDir
+		}
+		if n := d.Name(); strings.HasSuffix(n, ".go") || n == "go.mod" || n == "go.sum" || strings.HasSuffix(n, ".s") {
+			os.ReadFile(path)
+		}
+		return nil
+	})
 }
 
 // env is one test's world: a fake home holding credentials, a workspace
@@ -96,6 +119,9 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the sandbox runs on Linux only for now")
+	}
+	if builtHere {
+		sourcesOnce.Do(readSources)
 	}
 	home := t.TempDir()
 	ws := filepath.Join(home, "proj")
