@@ -21,11 +21,31 @@ type placeholder struct {
 	prot    protection
 }
 
+// plan computes a call's protections and acquires its placeholders as one
+// step, so that no placeholder comes or goes in between: a stand-in left by
+// a call still finishing must not be planned as the user's own file and then
+// vanish before it is mounted. A protection found present that is a held
+// stand-in counts this call as one more user of it.
+func (ps *placeholders) plan(compute func() ([]protection, gitState, error)) ([]protection, gitState, func(), error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	prots, st, err := compute()
+	if err != nil {
+		return nil, st, nil, err
+	}
+	release, err := ps.acquireLocked(prots)
+	return prots, st, release, err
+}
+
 // acquire makes sure every placeholder in prots exists and counts this call
 // as a user. It returns the function that releases them.
 func (ps *placeholders) acquire(prots []protection) (release func(), err error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	return ps.acquireLocked(prots)
+}
+
+func (ps *placeholders) acquireLocked(prots []protection) (release func(), err error) {
 	if ps.count == nil {
 		ps.count = map[string]*placeholder{}
 	}
@@ -33,6 +53,10 @@ func (ps *placeholders) acquire(prots []protection) (release func(), err error) 
 	release = func() { ps.release(held) }
 	for _, pr := range prots {
 		if !pr.Placeholder {
+			if e := ps.count[pr.Path]; e != nil {
+				e.n++ // another call's stand-in: keep it while this call runs
+				held = append(held, pr.Path)
+			}
 			continue
 		}
 		e := ps.count[pr.Path]

@@ -64,3 +64,33 @@ func TestPlaceholdersCountedAndRemoved(t *testing.T) {
 		t.Errorf("a changed file was removed or altered: %q", b)
 	}
 }
+
+// TestPlaceholderHeldByAnotherCall: a stand-in another call still holds is
+// seen as present by the next plan; it must stay until both calls are done.
+func TestPlaceholderHeldByAnotherCall(t *testing.T) {
+	root := t.TempDir()
+	head := protection{Path: filepath.Join(root, "HEAD"), Placeholder: true, Root: root}
+	var ps placeholders
+	r1, err := ps.acquire([]protection{head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second call plans while the stand-in exists: it sees a file.
+	_, _, r2, err := ps.plan(func() ([]protection, gitState, error) {
+		if _, err := os.Stat(head.Path); err != nil {
+			t.Fatalf("stand-in missing while held: %v", err)
+		}
+		return []protection{{Path: head.Path, Root: root}}, gitState{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1()
+	if _, err := os.Stat(head.Path); err != nil {
+		t.Fatalf("removed while the second call still uses it: %v", err)
+	}
+	r2()
+	if _, err := os.Stat(head.Path); !os.IsNotExist(err) {
+		t.Errorf("left behind after both calls: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -75,11 +76,9 @@ func (s *Sandbox) run(ctx context.Context, c *Command) (Result, error) {
 
 func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, error) {
 	began := time.Now()
-	prots, gits, err := gitProtections(s.pol, hostFS{})
-	if err != nil {
-		return Result{}, err
-	}
-	release, err := s.ph.acquire(prots)
+	prots, gits, release, err := s.ph.plan(func() ([]protection, gitState, error) {
+		return gitProtections(s.pol, hostFS{})
+	})
 	if err != nil {
 		return Result{}, err
 	}
@@ -127,13 +126,30 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		specW.Close()
 		return Result{}, &SetupError{Op: "pipe", Err: err.Error()}
 	}
+	stdout, stdoutDone, err := outputPipe(c.Stdout)
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		repR.Close()
+		repW.Close()
+		return Result{}, &SetupError{Op: "pipe", Err: err.Error()}
+	}
+	stderr, stderrDone, err := outputPipe(c.Stderr)
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		repR.Close()
+		repW.Close()
+		closeIfPipe(stdout, c.Stdout)
+		return Result{}, &SetupError{Op: "pipe", Err: err.Error()}
+	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{"nanosandbox-mcp: sandbox"},
 		Env:        []string{childEnv + "=helper"},
 		Stdin:      c.Stdin,
-		Stdout:     c.Stdout,
-		Stderr:     c.Stderr,
+		Stdout:     stdout,
+		Stderr:     stderr,
 		ExtraFiles: []*os.File{specR, repW},
 		WaitDelay:  waitDelay,
 		SysProcAttr: &syscall.SysProcAttr{
@@ -169,6 +185,8 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	err = <-started
 	specR.Close()
 	repW.Close()
+	closeIfPipe(stdout, c.Stdout) // the child holds its own copies
+	closeIfPipe(stderr, c.Stderr)
 	if err != nil {
 		specW.Close()
 		repR.Close()
@@ -227,6 +245,9 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		waitErr = <-done
 	}
 	rs := <-reports
+	// Everything that held the pipes died with the pid namespace: the
+	// readers reach EOF. (waitDelay bounds it should something not have.)
+	waitOutput(stdoutDone, stderrDone)
 	res.Notes = append(res.Notes, quarantineNested(gits, hostFS{})...)
 	res.Duration = time.Since(began)
 	var cgo cgroupOutcome
@@ -276,6 +297,66 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		return res, nil
 	}
 	return res, &SetupError{Op: "sandbox helper", Err: describeExit(waitErr)}
+}
+
+// pipeSize is the capacity asked for the output pipes: a command that
+// prints a lot then writes in large steps instead of 64 KiB ones.
+const pipeSize = 1 << 20
+
+// outputPipe returns what to give the helper as stdout or stderr. An
+// *os.File (or nil) is passed as it is; any other writer gets a pipe with a
+// large buffer, drained by a goroutine in large reads, done when it closes.
+func outputPipe(w io.Writer) (*os.File, <-chan struct{}, error) {
+	if w == nil {
+		return nil, nil, nil
+	}
+	if f, ok := w.(*os.File); ok {
+		return f, nil, nil
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	unix.FcntlInt(pw.Fd(), unix.F_SETPIPE_SZ, pipeSize) // best effort: the default works, slower
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer r.Close()
+		buf := make([]byte, pipeSize)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				w.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return pw, done, nil
+}
+
+// closeIfPipe closes f when outputPipe made it, not when it was the
+// caller's own file.
+func closeIfPipe(f *os.File, w io.Writer) {
+	if f != nil && f != w {
+		f.Close()
+	}
+}
+
+// waitOutput waits for the output readers, at most waitDelay.
+func waitOutput(done ...<-chan struct{}) {
+	deadline := time.After(waitDelay)
+	for _, d := range done {
+		if d == nil {
+			continue
+		}
+		select {
+		case <-d:
+		case <-deadline:
+			return
+		}
+	}
 }
 
 func describeExit(err error) string {
