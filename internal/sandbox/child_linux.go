@@ -148,6 +148,12 @@ func helperMain() {
 		fail(fmt.Errorf("close_range: %w", err))
 	}
 
+	// Threads the helper will need are made now: once the command runs, a
+	// fork bomb can leave no pid for a new one (pid_max and pids.max count
+	// threads), and the Go runtime aborts when it cannot make a thread.
+	// Idle threads are reused instead.
+	prewarmThreads(spareThreads)
+
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		fail(fmt.Errorf("pipe: %w", err))
@@ -282,6 +288,28 @@ func (s *spec) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
 		return fmt.Sprintf("memory limit %s per process (%s)", policy.FormatSize(l.MemoryBytes), m.Memory)
 	}
 	return ""
+}
+
+// spareThreads is how many idle threads the helper keeps for itself: its
+// wait, its timer, its signals and its sampler, with room to spare.
+const spareThreads = 8
+
+// prewarmThreads makes the Go runtime start n threads, then leaves them
+// idle, where it takes threads from before it makes new ones.
+func prewarmThreads(n int) {
+	var started, release sync.WaitGroup
+	started.Add(n)
+	release.Add(1)
+	for range n {
+		go func() {
+			runtime.LockOSThread() // each on a thread of its own
+			started.Done()
+			release.Wait()
+			runtime.UnlockOSThread() // then the thread goes idle, not away
+		}()
+	}
+	started.Wait()
+	release.Done()
 }
 
 // processSampleInterval is how often the helper counts the sandbox's tasks
