@@ -9,6 +9,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +26,10 @@ import (
 var serverBin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if flag.Lookup("test.bench").Value.String() == "" {
+		os.Exit(m.Run()) // no benchmark asked for (go test ./...): nothing to build
+	}
 	dir, err := os.MkdirTemp("", "nsb-bench-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
