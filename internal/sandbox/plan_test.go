@@ -87,10 +87,13 @@ func opStrings(ops []mountOp) []string {
 	return out
 }
 
+// rootHome is root's home, which is masked like any other.
+const rootHome = "/root"
+
 func TestPlanStaticDefault(t *testing.T) {
 	fs := newFakeFS("/tmp/", "/var/tmp/", "/run/", "/etc/shadow", "/etc/gshadow",
 		"/home/u/proj/", "/home/u/.ssh/id_rsa", "/home/other/.aws/credentials", "/home/other/.bashrc",
-		"/root/.ssh/", "/opt/ro/")
+		rootHome+"/.ssh/", "/opt/ro/")
 	p := &policy.Policy{
 		Workspace:   "/home/u/proj",
 		Home:        "/home/u",
@@ -105,7 +108,7 @@ func TestPlanStaticDefault(t *testing.T) {
 		"tmpfs /tmp",
 		"tmpfs /run",
 		"tmpfs /var/tmp",
-		"hide /root/.ssh",
+		"hide " + rootHome + "/.ssh",
 		"mask /etc/shadow",
 		"mask /etc/gshadow",
 		"bind-rw /home/u <- /home/u/.cache/nanosandbox-mcp/homes/proj-1",
