@@ -9,18 +9,5 @@ import "golang.org/x/sys/unix"
 // list is shared (seccomp_denied.go). AArch32 tasks (AUDIT_ARCH_ARM)
 // are killed by the arch check; arm64 has no x32-like numbering.
 func init() {
-	nativeSeccomp = &seccompArch{
-		auditArch:  unix.AUDIT_ARCH_AARCH64,
-		maxSyscall: 471,
-
-		clone:       unix.SYS_CLONE,
-		clone3:      unix.SYS_CLONE3,
-		unshare:     unix.SYS_UNSHARE,
-		ioctl:       unix.SYS_IOCTL,
-		personality: unix.SYS_PERSONALITY,
-		socket:      unix.SYS_SOCKET,
-		socketpair:  unix.SYS_SOCKETPAIR,
-
-		denied: deniedSyscalls,
-	}
+	nativeSeccomp = reviewedArch(unix.AUDIT_ARCH_AARCH64, false, 471)
 }

@@ -4,6 +4,27 @@ package sandbox
 
 import "golang.org/x/sys/unix"
 
+// reviewedArch fills in what both reviewed architectures share: the
+// syscalls the filter inspects and the deny list, named by the same x/sys
+// constants, which x/sys numbers per architecture.
+func reviewedArch(auditArch uint32, x32 bool, maxSyscall uint32) *seccompArch {
+	return &seccompArch{
+		auditArch:  auditArch,
+		x32:        x32,
+		maxSyscall: maxSyscall,
+
+		clone:       unix.SYS_CLONE,
+		clone3:      unix.SYS_CLONE3,
+		unshare:     unix.SYS_UNSHARE,
+		ioctl:       unix.SYS_IOCTL,
+		personality: unix.SYS_PERSONALITY,
+		socket:      unix.SYS_SOCKET,
+		socketpair:  unix.SYS_SOCKETPAIR,
+
+		denied: deniedSyscalls,
+	}
+}
+
 // deniedSyscalls are refused with EPERM whatever their arguments, on every
 // architecture with a reviewed table: each arch file names the same
 // constants, which x/sys numbers per architecture.
