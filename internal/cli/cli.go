@@ -281,6 +281,8 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, comma
 func serve(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	sb.KeepSpare()
+	defer sb.Close()
 	if err := server.Serve(ctx, sb, pol, version, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "%s: error: %s\n", name, err)
 		return exitRuntime

@@ -47,6 +47,29 @@ type spec struct {
 	// Probe builds everything, applies every restriction, then exits 0
 	// instead of running a program: a dry run that proves the policy holds.
 	Probe bool `json:"probe,omitempty"`
+	// Root is the sandbox's root as the helper sees it once built; the
+	// exec stage, started before it was, checks that its own is the same.
+	Root *rootID `json:"root,omitempty"`
+}
+
+// rootID identifies a root directory: the mount, not only the inode, since
+// the sandbox's root is a bind of the host's.
+type rootID struct {
+	Mount uint64 `json:"mount"`
+	Dev   uint64 `json:"dev"`
+	Ino   uint64 `json:"ino"`
+}
+
+// currentRoot identifies this process's root directory.
+func currentRoot() (*rootID, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, "/", 0, unix.STATX_INO|unix.STATX_MNT_ID, &st); err != nil {
+		return nil, fmt.Errorf("statx /: %w", err)
+	}
+	if st.Mask&unix.STATX_MNT_ID == 0 {
+		return nil, errors.New("statx /: no mount id (Linux 5.8+)")
+	}
+	return &rootID{Mount: st.Mnt_id, Dev: unix.Mkdev(st.Dev_major, st.Dev_minor), Ino: st.Ino}, nil
 }
 
 // report is one message from a child to the server.
@@ -86,7 +109,7 @@ func readSpec() (*spec, []byte, error) {
 	}
 	var s spec
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, nil, fmt.Errorf("decode spec: %w", err)
+		return nil, raw, fmt.Errorf("decode spec: %w", err)
 	}
 	return &s, raw, nil
 }
@@ -126,6 +149,27 @@ func helperMain() {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		fail(fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err))
 	}
+	// Threads the helper will need are made now: once the command runs, a
+	// fork bomb can leave no pid for a new one (pid_max and pids.max count
+	// threads), and the Go runtime aborts when it cannot make a thread.
+	// Idle threads are reused instead. (Before the spec, which a helper
+	// started ahead of its call waits for.)
+	prewarmThreads(spareThreads)
+	// The exec stage starts now too, and waits for its spec. A nested user
+	// namespace needs this process's root to be its mount namespace's:
+	// the pivot into the scratch root comes first.
+	if err := enterScratch(); err != nil {
+		fail(err)
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		fail(fmt.Errorf("pipe: %w", err))
+	}
+	proc, err := startExecStage(specR, rep)
+	specR.Close()
+	if err != nil {
+		fail(err)
+	}
 	s, raw, err := readSpec()
 	if err != nil {
 		fail(err)
@@ -148,34 +192,13 @@ func helperMain() {
 	if err := unix.CloseRange(reportFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		fail(fmt.Errorf("close_range: %w", err))
 	}
-
-	// Threads the helper will need are made now: once the command runs, a
-	// fork bomb can leave no pid for a new one (pid_max and pids.max count
-	// threads), and the Go runtime aborts when it cannot make a thread.
-	// Idle threads are reused instead.
-	prewarmThreads(spareThreads)
-
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		fail(fmt.Errorf("pipe: %w", err))
+	// The exec stage's root moved with the pivots (pivot_root moves every
+	// process whose root was the old one); it checks that against this.
+	if s.Root, err = currentRoot(); err != nil {
+		fail(err)
 	}
-	proc, err := os.StartProcess("/proc/self/exe", []string{"nanosandbox-mcp: exec"}, &os.ProcAttr{
-		Dir:   "/",
-		Env:   []string{childEnv + "=exec"},
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, rep},
-		Sys: &syscall.SysProcAttr{
-			// The nested user namespace maps the caller back: the command
-			// runs as them, with no capabilities in the namespace that owns
-			// the mounts, so the mount tree is locked.
-			Cloneflags:                 syscall.CLONE_NEWUSER,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: s.UID, HostID: 0, Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: s.GID, HostID: 0, Size: 1}},
-			GidMappingsEnableSetgroups: false,
-		},
-	})
-	specR.Close()
-	if err != nil {
-		fail(fmt.Errorf("start exec stage: %w", err))
+	if raw, err = json.Marshal(s); err != nil {
+		fail(bug(err))
 	}
 	specW.Write(raw)
 	specW.Close()
@@ -252,6 +275,38 @@ func helperMain() {
 		finish(er)
 		select {} // finish exits; a timeout may be exiting already
 	}
+}
+
+// startExecStage starts the exec stage in a nested user namespace that maps
+// the caller (this process's arguments: uid, gid) back. It reads its spec
+// from specR, and reports on rep. It runs after enterScratch.
+func startExecStage(specR, rep *os.File) (*os.Process, error) {
+	if len(os.Args) != 3 {
+		return nil, bug(fmt.Errorf("helper arguments %q, want uid and gid", os.Args[1:]))
+	}
+	uid, err1 := strconv.Atoi(os.Args[1])
+	gid, err2 := strconv.Atoi(os.Args[2])
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, bug(fmt.Errorf("helper arguments: %w", err))
+	}
+	proc, err := os.StartProcess("/proc/self/exe", []string{"nanosandbox-mcp: exec"}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{childEnv + "=exec"},
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, rep},
+		Sys: &syscall.SysProcAttr{
+			// The nested user namespace maps the caller back: the command
+			// runs as them, with no capabilities in the namespace that owns
+			// the mounts, so the mount tree is locked.
+			Cloneflags:                 syscall.CLONE_NEWUSER,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: 0, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: 0, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start exec stage: %w", err)
+	}
+	return proc, nil
 }
 
 // limitHit names the limit that stopped the command, from how it ended
@@ -476,9 +531,20 @@ func execMain() {
 		sendReport(rep, report{Setup: asSetupError(err)})
 		os.Exit(255)
 	}
-	s, _, err := readSpec()
+	s, raw, err := readSpec()
+	if len(raw) == 0 {
+		os.Exit(255) // the helper ended before the call came: nothing to report
+	}
 	if err != nil {
 		fail(err)
+	}
+	// This process started before the helper built the sandbox's root and
+	// pivoted into it; the pivots moved its root along. Never run a
+	// command anywhere else.
+	if root, err := currentRoot(); err != nil {
+		fail(err)
+	} else if s.Root == nil || *root != *s.Root {
+		fail(&SetupError{Op: "exec stage root", Err: fmt.Sprintf("this process's root %+v is not the sandbox's %+v", root, s.Root)})
 	}
 	if err := setRlimits(s.Limits, s.Mech); err != nil {
 		fail(err)

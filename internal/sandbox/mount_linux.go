@@ -27,28 +27,9 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // buildRoot assembles the command's mount tree and pivots into it
 // (DESIGN.md §3, steps 2 to 4). It runs in the helper, uid 0 in its own user
 // and mount namespaces.
+//
+// enterScratch must have run first.
 func buildRoot(ops []mountOp, tmpBytes int64) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return &SetupError{Op: "mount --make-rprivate /", Err: err.Error()}
-	}
-	if err := unix.Mount("tmpfs", scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
-		return &SetupError{Op: "mount tmpfs " + scratch, Err: err.Error()}
-	}
-	for _, d := range []string{newRoot, oldRoot} {
-		if err := os.Mkdir(scratch+d, 0o755); err != nil {
-			return &SetupError{Op: "mkdir " + d, Err: unwrap(err).Error()}
-		}
-	}
-	if err := os.WriteFile(scratch+emptyFile, nil, 0o444); err != nil {
-		return &SetupError{Op: "create " + emptyFile, Err: unwrap(err).Error()}
-	}
-	if err := unix.PivotRoot(scratch, scratch+oldRoot); err != nil {
-		return &SetupError{Op: "pivot_root " + scratch, Err: err.Error()}
-	}
-	if err := unix.Chdir("/"); err != nil {
-		return &SetupError{Op: "chdir /", Err: err.Error()}
-	}
-
 	// The host tree, read-only, nosuid and nodev all the way down: one
 	// recursive mount_setattr, since a plain remount changes only the top.
 	if err := bindTree(oldRoot, newRoot, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, false); err != nil {
@@ -91,6 +72,40 @@ func buildRoot(ops []mountOp, tmpBytes int64) error {
 	}
 	if err := unix.Chdir("/"); err != nil {
 		return &SetupError{Op: "chdir /", Err: err.Error()}
+	}
+	return nil
+}
+
+// enterScratch is the part of building the root that needs no spec: the
+// mounts made private, and a pivot into a scratch tmpfs with the host tree
+// below it at oldRoot. After it this process's root is its mount
+// namespace's, which creating a nested user namespace requires.
+func enterScratch() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return &SetupError{Op: "mount --make-rprivate /", Err: err.Error()}
+	}
+	if err := unix.Mount("tmpfs", scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
+		return &SetupError{Op: "mount tmpfs " + scratch, Err: err.Error()}
+	}
+	for _, d := range []string{newRoot, oldRoot, "/proc"} {
+		if err := os.Mkdir(scratch+d, 0o755); err != nil {
+			return &SetupError{Op: "mkdir " + d, Err: unwrap(err).Error()}
+		}
+	}
+	if err := os.WriteFile(scratch+emptyFile, nil, 0o444); err != nil {
+		return &SetupError{Op: "create " + emptyFile, Err: unwrap(err).Error()}
+	}
+	if err := unix.PivotRoot(scratch, scratch+oldRoot); err != nil {
+		return &SetupError{Op: "pivot_root " + scratch, Err: err.Error()}
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return &SetupError{Op: "chdir /", Err: err.Error()}
+	}
+	// This pid namespace's /proc, for starting the exec stage: its uid
+	// and gid maps are written there, and /proc/self/exe is this binary.
+	// It goes with the scratch root at the final pivot.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return &SetupError{Op: "mount proc on the scratch root", Err: err.Error()}
 	}
 	return nil
 }

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +38,14 @@ type osState struct {
 	landlock landlockRules
 	uid, gid int
 	cgroups  *cgroupTree // nil unless a limit is held by cgroup v2
+
+	// A helper started ahead of the next call, when the server asked for
+	// one (keepSpare); spareStarting is closed when the one being started
+	// is ready.
+	spareMu       sync.Mutex
+	keepSpare     bool
+	spare         *helperProc
+	spareStarting chan struct{}
 }
 
 func (s *Sandbox) prepare() error {
@@ -103,103 +113,30 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		return Result{}, bug(err)
 	}
 
-	var cg *cmdCgroup
-	if s.os.cgroups != nil {
-		cg, err = s.os.cgroups.create(s.pol.Limits, s.mech)
-		if err != nil {
-			return Result{}, &SetupError{Op: "cgroup", Err: err.Error()}
+	var h *helperProc
+	if piped(c) {
+		h = s.os.takeSpare()
+	}
+	if h == nil {
+		if h, err = s.startHelper(c); err != nil {
+			return Result{}, err
 		}
-		defer func() {
-			if cg != nil {
-				cg.remove()
-			}
-		}()
 	}
-
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		return Result{}, &SetupError{Op: "pipe", Err: err.Error()}
-	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		specR.Close()
-		specW.Close()
-		return Result{}, &SetupError{Op: "pipe", Err: err.Error()}
-	}
-	stdout, stdoutDone, err := outputPipe(c.Stdout)
-	if err != nil {
-		specR.Close()
-		specW.Close()
-		repR.Close()
-		repW.Close()
-		return Result{}, &SetupError{Op: "pipe", Err: err.Error()}
-	}
-	stderr, stderrDone, err := outputPipe(c.Stderr)
-	if err != nil {
-		specR.Close()
-		specW.Close()
-		repR.Close()
-		repW.Close()
-		closeIfPipe(stdout, c.Stdout)
-		return Result{}, &SetupError{Op: "pipe", Err: err.Error()}
-	}
-	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{"nanosandbox-mcp: sandbox"},
-		Env:        []string{childEnv + "=helper"},
-		Stdin:      c.Stdin,
-		Stdout:     stdout,
-		Stderr:     stderr,
-		ExtraFiles: []*os.File{specR, repW},
-		WaitDelay:  waitDelay,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 namespaceFlags,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.uid, Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.gid, Size: 1}},
-			GidMappingsEnableSetgroups: false,
-			Setsid:                     true,
-			Pdeathsig:                  syscall.SIGKILL,
-		},
-	}
-	if cg != nil {
-		// Born in its cgroup (CLONE_INTO_CGROUP): nothing runs outside it.
-		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = cg.fd
-	}
-
-	// Pdeathsig follows the thread that forked, not the process: start and
-	// wait on one locked thread, so the helper dies with the server and not
-	// with whichever thread happened to fork it.
-	started := make(chan error, 1)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		done <- cmd.Wait()
+	defer func() {
+		h.discard()
+		// The next spare is started once this call is over, not beside
+		// it: on a busy machine the two would slow each other down.
+		go s.refillSpare()
 	}()
-	err = <-started
-	specR.Close()
-	repW.Close()
-	closeIfPipe(stdout, c.Stdout) // the child holds its own copies
-	closeIfPipe(stderr, c.Stderr)
-	if err != nil {
-		specW.Close()
-		repR.Close()
-		why, fix := diagnoseUserNS(err)
-		return Result{}, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix}
-	}
-	go func() {
-		specW.Write(raw)
-		specW.Close()
-	}()
+	stdoutDone, stderrDone := h.attach(c)
+	// The pipe holds the spec (64 KiB; a spec is a few): this does not
+	// wait for the helper, and fails at once if it is gone.
+	h.specW.Write(raw)
+	h.specW.Close()
+	h.specW = nil
+	cmd, repR := h.cmd, h.repR
 	reports := make(chan []report, 1)
 	go func() {
-		defer repR.Close()
 		var rs []report
 		sc := bufio.NewScanner(repR)
 		for sc.Scan() {
@@ -234,16 +171,16 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	var res Result
 	var waitErr error
 	select {
-	case waitErr = <-done:
+	case <-h.exited:
 	case <-timeout:
 		res.TimedOut = true
 		cmd.Process.Kill() // pid 1 of the namespace: the kernel kills the rest
-		waitErr = <-done
 	case <-ctx.Done():
 		res.Canceled = true
 		cmd.Process.Kill()
-		waitErr = <-done
 	}
+	<-h.exited
+	waitErr = h.waitErr
 	rs := <-reports
 	// Everything that held the pipes died with the pid namespace: the
 	// readers reach EOF. (waitDelay bounds it should something not have.)
@@ -251,9 +188,9 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	res.Notes = append(res.Notes, quarantineNested(gits, hostFS{})...)
 	res.Duration = time.Since(began)
 	var cgo cgroupOutcome
-	if cg != nil {
-		cgo = cg.finish()
-		cg = nil
+	if h.cg != nil {
+		cgo = h.cg.finish()
+		h.cg = nil
 		res.MemoryPeakBytes = cgo.memoryPeak
 	}
 
@@ -299,50 +236,289 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	return res, &SetupError{Op: "sandbox helper", Err: describeExit(waitErr)}
 }
 
+// helperProc is a sandbox helper started in its namespaces (and cgroup),
+// waiting for its spec. Until the spec comes nothing is mounted and nothing
+// of a call is in it, so the server keeps one started ahead of the next
+// call: starting it is most of a call's cost (a full fork of the server,
+// since a new user namespace rules out vfork, then a Go start-up).
+type helperProc struct {
+	cmd   *exec.Cmd
+	cg    *cmdCgroup // nil unless limits are held by cgroup v2
+	specW *os.File
+	repR  *os.File
+	// exited is closed once the helper has been waited for, with
+	// waitErr what cmd.Wait returned.
+	exited  chan struct{}
+	waitErr error
+	// The server's ends of the helper's stdio when it was started with
+	// pipes; nil when it was given the caller's own files.
+	stdinW, stdoutR, stderrR *os.File
+}
+
+// piped reports whether c needs its stdio through pipes the server
+// serves, rather than files passed to the helper as they are.
+func piped(c *Command) bool {
+	_, in := c.Stdin.(*os.File)
+	_, out := c.Stdout.(*os.File)
+	_, errOut := c.Stderr.(*os.File)
+	return !(in || c.Stdin == nil) || !(out || c.Stdout == nil) || !(errOut || c.Stderr == nil)
+}
+
+// startHelper starts a helper for c: with c's own files as its stdio, or
+// with pipes when c needs them (c nil: pipes, for a spare).
+func (s *Sandbox) startHelper(c *Command) (h *helperProc, err error) {
+	h = &helperProc{exited: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			h.discard()
+		}
+	}()
+	if s.os.cgroups != nil {
+		if h.cg, err = s.os.cgroups.create(s.pol.Limits, s.mech); err != nil {
+			return nil, &SetupError{Op: "cgroup", Err: err.Error()}
+		}
+	}
+	var childEnds []*os.File // closed once the helper holds its copies
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err != nil {
+			return nil, nil, &SetupError{Op: "pipe", Err: err.Error()}
+		}
+		return r, w, nil
+	}
+	var specR, repW *os.File
+	if specR, h.specW, err = pipe(); err != nil {
+		return nil, err
+	}
+	childEnds = append(childEnds, specR)
+	if h.repR, repW, err = pipe(); err != nil {
+		return nil, err
+	}
+	childEnds = append(childEnds, repW)
+
+	var stdio [3]*os.File
+	if c == nil || piped(c) {
+		if stdio[0], h.stdinW, err = pipe(); err != nil {
+			return nil, err
+		}
+		if h.stdoutR, stdio[1], err = pipe(); err != nil {
+			return nil, err
+		}
+		if h.stderrR, stdio[2], err = pipe(); err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, stdio[:]...)
+		for _, w := range stdio[1:] {
+			unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, pipeSize) // best effort: the default works, slower
+		}
+	} else {
+		stdio[0], _ = c.Stdin.(*os.File)
+		stdio[1], _ = c.Stdout.(*os.File)
+		stdio[2], _ = c.Stderr.(*os.File)
+	}
+	h.cmd = &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"nanosandbox-mcp: sandbox", strconv.Itoa(s.os.uid), strconv.Itoa(s.os.gid)},
+		Env:        []string{childEnv + "=helper"},
+		ExtraFiles: []*os.File{specR, repW},
+		WaitDelay:  waitDelay,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 namespaceFlags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			Setsid:                     true,
+			Pdeathsig:                  syscall.SIGKILL,
+		},
+	}
+	// exec.Cmd takes a nil *os.File inside an interface for a file.
+	if stdio[0] != nil {
+		h.cmd.Stdin = stdio[0]
+	}
+	if stdio[1] != nil {
+		h.cmd.Stdout = stdio[1]
+	}
+	if stdio[2] != nil {
+		h.cmd.Stderr = stdio[2]
+	}
+	if h.cg != nil {
+		// Born in its cgroup (CLONE_INTO_CGROUP): nothing runs outside it.
+		h.cmd.SysProcAttr.UseCgroupFD = true
+		h.cmd.SysProcAttr.CgroupFD = h.cg.fd
+	}
+
+	// Pdeathsig follows the thread that forked, not the process: start and
+	// wait on one locked thread, so the helper dies with the server and not
+	// with whichever thread happened to fork it.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := h.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		h.waitErr = h.cmd.Wait()
+		close(h.exited)
+	}()
+	if err := <-started; err != nil {
+		h.cmd = nil
+		why, fix := diagnoseUserNS(err)
+		return nil, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix}
+	}
+	return h, nil
+}
+
+// attach connects a piped helper to c: c's stdin is copied in, and its
+// output drained out in large reads. The channels close when the output
+// ends (nil for a stream not piped).
+func (h *helperProc) attach(c *Command) (stdoutDone, stderrDone <-chan struct{}) {
+	if h.stdinW != nil {
+		w := h.stdinW
+		h.stdinW = nil
+		if c.Stdin == nil {
+			w.Close()
+		} else {
+			go func() {
+				io.Copy(w, c.Stdin) // ends with an error once nothing can read
+				w.Close()
+			}()
+		}
+	}
+	drain := func(r *os.File, w io.Writer) <-chan struct{} {
+		if r == nil {
+			return nil
+		}
+		if w == nil {
+			w = io.Discard
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer r.Close()
+			buf := make([]byte, pipeSize)
+			for {
+				n, err := r.Read(buf)
+				if n > 0 {
+					w.Write(buf[:n])
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		return done
+	}
+	stdoutDone, stderrDone = drain(h.stdoutR, c.Stdout), drain(h.stderrR, c.Stderr)
+	h.stdoutR, h.stderrR = nil, nil
+	return stdoutDone, stderrDone
+}
+
+// alive reports whether the helper is still waiting; one that died while
+// it waited must not be handed a call.
+func (h *helperProc) alive() bool {
+	select {
+	case <-h.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// discard kills the helper if it still runs, waits for it, and releases
+// what it held. It is safe to call more than once.
+func (h *helperProc) discard() {
+	if h.cmd != nil && h.cmd.Process != nil {
+		h.cmd.Process.Kill() // pid 1 of its namespace: the kernel kills the rest
+		<-h.exited
+		h.cmd = nil
+	}
+	for _, f := range []**os.File{&h.specW, &h.repR, &h.stdinW, &h.stdoutR, &h.stderrR} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
+	}
+	if h.cg != nil {
+		h.cg.remove()
+		h.cg = nil
+	}
+}
+
+// takeSpare returns the helper started ahead, waiting for it if it is
+// being started (it is further along than a helper started now would be),
+// or nil.
+func (o *osState) takeSpare() *helperProc {
+	o.spareMu.Lock()
+	if o.spare == nil && o.spareStarting != nil {
+		starting := o.spareStarting
+		o.spareMu.Unlock()
+		<-starting
+		o.spareMu.Lock()
+	}
+	h := o.spare
+	o.spare = nil
+	o.spareMu.Unlock()
+	if h != nil && !h.alive() {
+		go h.discard()
+		return nil
+	}
+	return h
+}
+
+// refillSpare starts a helper for the next call, unless one is ready or
+// being started, or the sandbox keeps none.
+func (s *Sandbox) refillSpare() {
+	o := &s.os
+	o.spareMu.Lock()
+	if !o.keepSpare || o.spare != nil || o.spareStarting != nil {
+		o.spareMu.Unlock()
+		return
+	}
+	starting := make(chan struct{})
+	o.spareStarting = starting
+	o.spareMu.Unlock()
+
+	h, _ := s.startHelper(nil) // on failure the next call starts its own, and reports why
+
+	o.spareMu.Lock()
+	o.spareStarting = nil
+	close(starting)
+	if !o.keepSpare {
+		o.spareMu.Unlock()
+		if h != nil {
+			h.discard()
+		}
+		return
+	}
+	o.spare = h
+	o.spareMu.Unlock()
+}
+
+func (s *Sandbox) keepSpare() {
+	s.os.spareMu.Lock()
+	s.os.keepSpare = true
+	s.os.spareMu.Unlock()
+	go s.refillSpare()
+}
+
+func (s *Sandbox) close() {
+	s.os.spareMu.Lock()
+	s.os.keepSpare = false
+	s.os.spareMu.Unlock()
+	if h := s.os.takeSpare(); h != nil {
+		h.discard()
+	}
+}
+
 // pipeSize is the capacity asked for the output pipes: a command that
 // prints a lot then writes in large steps instead of 64 KiB ones.
 const pipeSize = 1 << 20
-
-// outputPipe returns what to give the helper as stdout or stderr. An
-// *os.File (or nil) is passed as it is; any other writer gets a pipe with a
-// large buffer, drained by a goroutine in large reads, done when it closes.
-func outputPipe(w io.Writer) (*os.File, <-chan struct{}, error) {
-	if w == nil {
-		return nil, nil, nil
-	}
-	if f, ok := w.(*os.File); ok {
-		return f, nil, nil
-	}
-	r, pw, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	unix.FcntlInt(pw.Fd(), unix.F_SETPIPE_SZ, pipeSize) // best effort: the default works, slower
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer r.Close()
-		buf := make([]byte, pipeSize)
-		for {
-			n, err := r.Read(buf)
-			if n > 0 {
-				w.Write(buf[:n])
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return pw, done, nil
-}
-
-// closeIfPipe closes f when outputPipe made it, not when it was the
-// caller's own file.
-func closeIfPipe(f *os.File, w io.Writer) {
-	if f != nil && f != w {
-		f.Close()
-	}
-}
 
 // waitOutput waits for the output readers, at most waitDelay.
 func waitOutput(done ...<-chan struct{}) {

@@ -21,6 +21,10 @@ func (s *Sandbox) prepare() error { return ErrUnsupported }
 
 func (s *Sandbox) dryRun() error { return ErrUnsupported }
 
+func (s *Sandbox) keepSpare() {}
+
+func (s *Sandbox) close() {}
+
 func (s *Sandbox) run(context.Context, *Command) (Result, error) {
 	return Result{}, ErrUnsupported
 }

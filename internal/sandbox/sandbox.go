@@ -114,6 +114,14 @@ func (s *Sandbox) Capabilities() Capabilities { return s.caps }
 // than on the first call.
 func (s *Sandbox) DryRun() error { return s.dryRun() }
 
+// KeepSpare makes the sandbox keep a helper started ahead of the next call,
+// from now until Close: a served call then skips most of its start-up.
+func (s *Sandbox) KeepSpare() { s.keepSpare() }
+
+// Close ends what the sandbox keeps running between calls. Calls may still
+// run afterwards, without a spare.
+func (s *Sandbox) Close() { s.close() }
+
 // Run runs c and reports how it ended. The error is a *SetupError or a
 // *StartError when the program did not run; a program that ran and failed
 // is a Result with its exit code. When ctx ends, or c.Timeout passes, every
