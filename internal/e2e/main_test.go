@@ -22,6 +22,9 @@ var (
 	serverBin string // the nanosandbox-mcp binary under test
 	attackBin string // internal/e2e/attack, run inside the sandbox
 	builtHere bool   // built by TestMain from this module's sources
+	// dynamicBin is a build with an ELF interpreter (cgo), or "" with
+	// dynamicWhy saying why there is none.
+	dynamicBin, dynamicWhy string
 
 	sourcesOnce sync.Once
 )
@@ -32,6 +35,7 @@ const secretValue = "nsb-secret-6f1e2d"
 
 func TestMain(m *testing.M) {
 	serverBin, attackBin = os.Getenv("NANOSANDBOX_BIN"), os.Getenv("NANOSANDBOX_ATTACK_BIN")
+	dynamicBin = os.Getenv("NANOSANDBOX_DYNAMIC_BIN")
 	var tmp string
 	if serverBin == "" || attackBin == "" {
 		builtHere = true
@@ -58,6 +62,15 @@ func TestMain(m *testing.M) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b.pkg, err, out)
 				os.Exit(1)
+			}
+		}
+		if dynamicBin == "" {
+			// What go run gives on a machine with a C compiler.
+			dynamicBin = filepath.Join(tmp, "nanosandbox-mcp-dynamic")
+			cmd := exec.Command("go", "build", "-o", dynamicBin, "../..")
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				dynamicBin, dynamicWhy = "", fmt.Sprintf("a cgo build failed here (no C compiler?): %v: %s", err, bytes.TrimSpace(out))
 			}
 		}
 	}

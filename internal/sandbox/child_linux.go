@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,9 @@ func currentRoot() (*rootID, error) {
 
 // report is one message from a child to the server.
 type report struct {
+	// Took says the helper has read its spec: one that dies before it
+	// never had the call, which can then go to another.
+	Took  bool        `json:"took,omitempty"`
 	Setup *SetupError `json:"setup,omitempty"`
 	Start *StartError `json:"start,omitempty"`
 	Exit  *exitReport `json:"exit,omitempty"`
@@ -155,9 +159,13 @@ func helperMain() {
 	// Idle threads are reused instead. (Before the spec, which a helper
 	// started ahead of its call waits for.)
 	prewarmThreads(spareThreads)
-	// The exec stage starts now too, and waits for its spec. A nested user
-	// namespace needs this process's root to be its mount namespace's:
-	// the pivot into the scratch root comes first.
+	// A static binary (every release) starts its exec stage now too,
+	// which then waits for its spec. A nested user namespace needs this
+	// process's root to be its mount namespace's: the pivot into the
+	// scratch root comes first. A dynamic one (a cgo build: go run on a
+	// machine with a C compiler) needs its ELF interpreter, which the
+	// scratch root lacks: its exec stage starts once the root is built.
+	early := isStatic()
 	if err := enterScratch(); err != nil {
 		fail(err)
 	}
@@ -165,15 +173,22 @@ func helperMain() {
 	if err != nil {
 		fail(fmt.Errorf("pipe: %w", err))
 	}
-	proc, err := startExecStage(specR, rep)
-	specR.Close()
-	if err != nil {
-		fail(err)
+	var proc *os.Process
+	startStage := func() {
+		proc, err = startExecStage(specR, rep)
+		specR.Close()
+		if err != nil {
+			fail(err)
+		}
+	}
+	if early {
+		startStage()
 	}
 	s, raw, err := readSpec()
 	if err != nil {
 		fail(err)
 	}
+	sendReport(rep, report{Took: true})
 	if err := buildRoot(s.Ops, s.Limits.TmpBytes); err != nil {
 		fail(err)
 	}
@@ -192,8 +207,12 @@ func helperMain() {
 	if err := unix.CloseRange(reportFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		fail(fmt.Errorf("close_range: %w", err))
 	}
-	// The exec stage's root moved with the pivots (pivot_root moves every
-	// process whose root was the old one); it checks that against this.
+	if !early {
+		startStage()
+	}
+	// An exec stage started early had its root moved by the pivots
+	// (pivot_root moves every process whose root was the old one); it
+	// checks that against this.
 	if s.Root, err = currentRoot(); err != nil {
 		fail(err)
 	}
@@ -275,6 +294,22 @@ func helperMain() {
 		finish(er)
 		select {} // finish exits; a timeout may be exiting already
 	}
+}
+
+// isStatic reports whether this binary runs without an ELF interpreter. It
+// reads /proc/self/exe, so it runs before enterScratch.
+func isStatic() bool {
+	f, err := elf.Open("/proc/self/exe")
+	if err != nil {
+		return false // the later, always-working order
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
 }
 
 // startExecStage starts the exec stage in a nested user namespace that maps

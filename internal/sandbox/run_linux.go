@@ -113,14 +113,21 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		return Result{}, bug(err)
 	}
 
+	// A spare that died while it waited never took the call: the call
+	// goes to a helper started now instead.
 	var h *helperProc
 	if piped(c) {
 		h = s.os.takeSpare()
+	}
+	if h != nil && !h.hand(ctx, raw) {
+		go h.discard()
+		h = nil
 	}
 	if h == nil {
 		if h, err = s.startHelper(c); err != nil {
 			return Result{}, err
 		}
+		h.hand(ctx, raw) // a fresh one that fails reports why, or its exit says
 	}
 	defer func() {
 		h.discard()
@@ -129,24 +136,7 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		go s.refillSpare()
 	}()
 	stdoutDone, stderrDone := h.attach(c)
-	// The pipe holds the spec (64 KiB; a spec is a few): this does not
-	// wait for the helper, and fails at once if it is gone.
-	h.specW.Write(raw)
-	h.specW.Close()
-	h.specW = nil
-	cmd, repR := h.cmd, h.repR
-	reports := make(chan []report, 1)
-	go func() {
-		var rs []report
-		sc := bufio.NewScanner(repR)
-		for sc.Scan() {
-			var r report
-			if json.Unmarshal(sc.Bytes(), &r) == nil {
-				rs = append(rs, r)
-			}
-		}
-		reports <- rs
-	}()
+	cmd := h.cmd
 
 	var timeout <-chan time.Time
 	if c.Timeout > 0 {
@@ -181,7 +171,7 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	}
 	<-h.exited
 	waitErr = h.waitErr
-	rs := <-reports
+	rs := <-h.reports
 	// Everything that held the pipes died with the pid namespace: the
 	// readers reach EOF. (waitDelay bounds it should something not have.)
 	waitOutput(stdoutDone, stderrDone)
@@ -246,6 +236,9 @@ type helperProc struct {
 	cg    *cmdCgroup // nil unless limits are held by cgroup v2
 	specW *os.File
 	repR  *os.File
+	// reports delivers what the helper reported once it is gone (after
+	// hand).
+	reports chan []report
 	// exited is closed once the helper has been waited for, with
 	// waitErr what cmd.Wait returned.
 	exited  chan struct{}
@@ -417,6 +410,62 @@ func (h *helperProc) attach(c *Command) (stdoutDone, stderrDone <-chan struct{})
 	stdoutDone, stderrDone = drain(h.stdoutR, c.Stdout), drain(h.stderrR, c.Stderr)
 	h.stdoutR, h.stderrR = nil, nil
 	return stdoutDone, stderrDone
+}
+
+// hand gives the helper its spec, starts reading its reports, and waits
+// until it has taken the spec (a few hundred microseconds: it reads nothing
+// else first). It returns false if the helper ended without taking it, or
+// ctx ended.
+func (h *helperProc) hand(ctx context.Context, raw []byte) bool {
+	// The pipe holds the spec (64 KiB; a spec is a few): this does not
+	// wait, and fails at once if the helper is long gone.
+	_, err := h.specW.Write(raw)
+	h.specW.Close()
+	h.specW = nil
+	took := make(chan struct{})
+	reports := make(chan []report, 1)
+	h.reports = reports
+	go func(repR *os.File) {
+		var rs []report
+		taken := false
+		sc := bufio.NewScanner(repR)
+		for sc.Scan() {
+			var r report
+			if json.Unmarshal(sc.Bytes(), &r) != nil {
+				continue
+			}
+			if r.Took {
+				if !taken {
+					close(took)
+				}
+				taken = true
+				continue
+			}
+			rs = append(rs, r)
+		}
+		reports <- rs
+	}(h.repR)
+	if err != nil {
+		return false
+	}
+	select {
+	case <-took:
+		return true
+	case <-h.exited:
+		// Its reports are all read once it is gone; then whether it
+		// took the spec is known. (One that took it may have run the
+		// command already: never hand that call to another.)
+		rs := <-h.reports
+		h.reports <- rs
+		select {
+		case <-took:
+			return true
+		default:
+			return false
+		}
+	case <-ctx.Done():
+		return true // the call ends as cancelled, with this helper killed
+	}
 }
 
 // alive reports whether the helper is still waiting; one that died while
