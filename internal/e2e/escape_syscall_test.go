@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The system call and network rows of DESIGN.md §7, made by the attack
@@ -142,8 +143,16 @@ func TestEscapeNetwork(t *testing.T) {
 			if out, err := onHost(t, tt.attack, target); err != nil {
 				t.Fatalf("%s %s on the host: %s, %v", tt.attack, target, out, err)
 			}
+			// The listener counts in its own goroutine: wait for the
+			// host's connection to be counted before taking the count.
+			for deadline := time.Now().Add(5 * time.Second); n.Load() == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the host's own %s %s was never accepted", tt.attack, target)
+				}
+			}
 			before := n.Load()
 			e.wantDenied(nil, tt.attack, target)
+			time.Sleep(200 * time.Millisecond) // a connection that got through is counted by then
 			if got := n.Load(); got != before {
 				t.Errorf("the host listener accepted %d connections from the sandbox", got-before)
 			}
