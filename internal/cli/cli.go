@@ -53,6 +53,7 @@ type flags struct {
 	tmpSize       sizeValue
 	cpuTime       time.Duration
 	cpus          float64
+	allowNet      []string
 	check         bool
 	version       bool
 	help          bool
@@ -81,6 +82,11 @@ func newFlags() *flags {
 	fs.Var(&f.tmpSize, "tmp-size", "size of each private /tmp, /var/tmp, /run and /dev/shm; 0 for the kernel's default (half of RAM)")
 	fs.DurationVar(&f.cpuTime, "cpu-time", policy.DefaultCPUTime, "CPU time of each process of a command; 0 for none")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth of one command, in CPUs (1.5 = one and a half); 0 for none (needs a delegated cgroup v2)")
+	// DESIGN.md names --allow-net (HTTP(S) to listed hosts through a proxy
+	// the server runs); until that proxy exists the flag is refused with
+	// its own message, not as an unknown flag.
+	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "not available yet")
+	fs.MarkHidden("allow-net")
 	fs.BoolVar(&f.check, "check", false, "say what this machine enforces and whether the policy holds, then exit (0 only if it holds)")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.BoolVarP(&f.help, "help", "h", false, "print this help and exit")
@@ -127,6 +133,9 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		}
 	} else if len(f.set.Args()) > 0 {
 		return fail(stderr, &usageError{msg: fmt.Sprintf("unexpected argument %q", f.set.Args()[0]), hint: "to run one command, put it after --: " + name + " --workspace DIR -- CMD [ARG...]"})
+	}
+	if len(f.allowNet) > 0 {
+		return fail(stderr, &usageError{msg: "--allow-net is not available yet: commands have no network at all", hint: "drop --allow-net, and fetch what commands need before serving (into the workspace or a --read-only path)"})
 	}
 	if f.check && command != nil {
 		return fail(stderr, &usageError{msg: "--check runs no command", hint: "drop --check, or the command after --"})
