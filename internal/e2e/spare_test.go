@@ -139,6 +139,24 @@ func TestSpareHelper(t *testing.T) {
 			t.Errorf("call after the spare died: %q %+v", text(res), out)
 		}
 	})
+	t.Run("a spare whose exec stage died is replaced", func(t *testing.T) {
+		if hasInterp(serverBin) {
+			t.Skip("a dynamic build starts its exec stage only once a call comes")
+		}
+		e := newEnv(t)
+		s := e.serve()
+		s.sh(t, "true")
+		for _, pid := range spareHelpers(t, s) {
+			if cmdline(pid) == "nanosandbox-mcp: exec" {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"after"}})
+		if res.IsError || out.Stdout != "after\n" {
+			t.Errorf("call after the spare's exec stage died: %q %+v", text(res), out)
+		}
+	})
 }
 
 // TestDynamicBinary runs a cgo build, which needs its ELF interpreter: what

@@ -188,6 +188,14 @@ func helperMain() {
 	if err != nil {
 		fail(err)
 	}
+	// An exec stage that ended while this helper waited cannot run the
+	// call: end without taking it, and the server hands it to another.
+	if early {
+		var ws unix.WaitStatus
+		if pid, _ := unix.Wait4(proc.Pid, &ws, unix.WNOHANG, nil); pid == proc.Pid {
+			fail(errors.New("exec stage: it ended before its call"))
+		}
+	}
 	sendReport(rep, report{Took: true})
 	if err := buildRoot(s.Ops, s.Limits.TmpBytes); err != nil {
 		fail(err)
@@ -219,7 +227,9 @@ func helperMain() {
 	if raw, err = json.Marshal(s); err != nil {
 		fail(bug(err))
 	}
-	specW.Write(raw)
+	if _, err := specW.Write(raw); err != nil {
+		fail(fmt.Errorf("hand the exec stage its spec (did it end before the call?): %w", err))
+	}
 	specW.Close()
 
 	if s.Mech.Processes == "rlimit" || s.Mech.Processes == "pid namespace" {
