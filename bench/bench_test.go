@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox/sandboxtest"
 )
 
 var serverBin string
@@ -153,43 +155,10 @@ func BenchmarkIdleServer(b *testing.B) {
 	b.ReportMetric(float64(currentRSS(b, cmd.Process.Pid))/(1<<20), "RSS-MiB")
 	time.Sleep(100 * time.Millisecond) // the spare helper is started again
 	var spare int64
-	for _, pid := range descendants(cmd.Process.Pid) {
+	for _, pid := range sandboxtest.Descendants(cmd.Process.Pid) {
 		spare += currentRSS(b, pid)
 	}
 	b.ReportMetric(float64(spare)/(1<<20), "spare-RSS-MiB")
-}
-
-// descendants lists the processes below pid: while the server is idle,
-// the helper it keeps started ahead of the next call, and its exec stage.
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The parent is the 4th field, after the name in parentheses.
-		if i := strings.LastIndexByte(string(raw), ')'); i >= 0 {
-			if f := strings.Fields(string(raw[i+1:])); len(f) > 1 {
-				parent[p], _ = strconv.Atoi(f[1])
-			}
-		}
-	}
-	var out []int
-	for p := range parent {
-		for q := parent[p]; q > 1; q = parent[q] {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
 }
 
 func statusKB(b *testing.B, pid int, field string) int64 {

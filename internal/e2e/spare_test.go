@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox/sandboxtest"
 )
 
 // The server keeps a sandbox helper started ahead of the next call. These
@@ -21,7 +23,7 @@ func spareHelpers(t *testing.T, s *session) []int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pids := descendantsOf(s.cmd.Process.Pid)
+		pids := sandboxtest.Descendants(s.cmd.Process.Pid)
 		found := map[string]bool{}
 		for _, pid := range pids {
 			found[cmdline(pid)] = true
@@ -35,49 +37,6 @@ func spareHelpers(t *testing.T, s *session) []int {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// descendantsOf lists the live processes below pid.
-func descendantsOf(pid int) []int {
-	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pp, state, ok := statOf(p); ok && state != "Z" {
-			parent[p] = pp
-		}
-	}
-	var out []int
-	for p := range parent {
-		for q := parent[p]; q > 1; q = parent[q] {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// statOf reads a process's parent and state from /proc/PID/stat.
-func statOf(pid int) (ppid int, state string, ok bool) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, "", false
-	}
-	i := strings.LastIndexByte(string(raw), ')')
-	if i < 0 {
-		return 0, "", false
-	}
-	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 2 {
-		return 0, "", false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return ppid, f[0], err == nil
 }
 
 // cmdline is a process's command line, arguments after the first dropped.
@@ -94,7 +53,7 @@ func waitPidsGone(t *testing.T, pids []int, d time.Duration) {
 	for {
 		var left []string
 		for _, pid := range pids {
-			if _, state, ok := statOf(pid); ok && state != "Z" {
+			if _, state, ok := sandboxtest.Stat(pid); ok && state != "Z" {
 				left = append(left, strconv.Itoa(pid)+" "+cmdline(pid))
 			}
 		}
