@@ -1,0 +1,338 @@
+package gitguard
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Call is one command's run, between Begin and End.
+type Call struct {
+	g *Guard
+	// Protect is what must be read-only while the command runs.
+	Protect []Protection
+	held    []string // placeholders this call holds
+	ended   bool
+}
+
+// commondirPlaceholder is what git reads as "no redirection".
+const commondirPlaceholder = ".\n"
+
+// Begin starts a call: it brings what it knows up to date, trusts what
+// changed while no call ran (the user did it), and returns the call with
+// what to protect. It fails when the roots cannot be checked: a call then
+// must not run.
+func (g *Guard) Begin() (*Call, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.refresh(); err != nil {
+		return nil, fmt.Errorf("the writable roots cannot be checked for git repositories: %w", err)
+	}
+	cur := g.resolveAll()
+	if g.running == 0 {
+		for c, els := range cur {
+			if _, bad := g.suspect[c]; !bad {
+				g.trusted[c] = els
+			}
+		}
+		for c := range g.trusted {
+			if _, ok := cur[c]; !ok {
+				delete(g.trusted, c)
+			}
+		}
+	}
+	call := &Call{g: g}
+	prot := map[string]Protection{}
+	trusted := g.trustedSet()
+	for _, c := range sortedKeys(cur) {
+		if g.trusted[c] == nil {
+			continue // new, or changed while another call ran: judged when a call ends
+		}
+		for _, e := range cur[c] {
+			if trusted[e.key()] {
+				g.protect(call, e, prot)
+			}
+		}
+	}
+	for _, p := range prot {
+		call.Protect = append(call.Protect, p)
+	}
+	sort.Slice(call.Protect, func(i, j int) bool { return call.Protect[i].Path < call.Protect[j].Path })
+	g.running++
+	return call, nil
+}
+
+// protect adds what keeps e as it is for the call.
+func (g *Guard) protect(call *Call, e element, prot map[string]Protection) {
+	kind, root, sandbox := g.place(e.path)
+	if kind != inside {
+		return
+	}
+	add := func(dir, link bool) { prot[sandbox] = Protection{Path: sandbox, Dir: dir, Link: link} }
+	switch {
+	case e.id.isLink():
+		add(false, true)
+		return
+	case e.role == roleEntry || e.role == roleGitdir:
+		if e.id.isReg() {
+			add(false, false) // a gitfile; a directory is pinned by what is protected in it
+		}
+		return
+	case e.id.isReg() && (e.role == roleCommondir || e.role == roleConfig):
+		add(false, false)
+		return
+	case e.id.isDir() && (e.role == roleHooks || e.role == roleHooksPath):
+		add(true, false)
+		return
+	case e.id.exists():
+		return // a special file: judged if it changes
+	}
+	// Absent: a stand-in where git would read it at once, inside the git
+	// directory, never in a work tree.
+	var dir bool
+	var content string
+	switch e.role {
+	case roleCommondir:
+		content = commondirPlaceholder
+	case roleHooks:
+		dir = true
+	default:
+		return // config.worktree and the rest: judged if they appear
+	}
+	ok, err := g.ph.hold(root, e.path, dir, content)
+	if err != nil {
+		g.logf("git guard: stand-in for %s: %v", sandbox, err)
+		return
+	}
+	if ok {
+		call.held = append(call.held, e.path)
+		add(dir, false)
+	}
+}
+
+// End ends the call, once every process of it is gone: every git directory
+// that is new or changed since it was trusted is judged, and made harmless
+// if the user's git would run anything planted in it. It returns what the
+// model should be told.
+func (c *Call) End() []string {
+	g := c.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c.ended {
+		return nil
+	}
+	c.ended = true
+	defer func() {
+		for i := len(c.held) - 1; i >= 0; i-- {
+			g.ph.release(c.held[i])
+		}
+		g.running--
+	}()
+	if err := g.refresh(); err != nil {
+		g.logf("git guard: %v", err)
+		return []string{"the sandbox could not check the writable roots for git repositories after this call (" + err.Error() + "): tell the user not to run git there until it can; later calls are refused until then"}
+	}
+	last := g.running == 1
+	var notes []string
+	for round := 0; round < 5; round++ {
+		cur := g.resolveAll()
+		trusted := g.trustedSet()
+		acted := false
+		for _, cand := range sortedKeys(cur) {
+			els := cur[cand]
+			var changed []element
+			for _, e := range els {
+				if !trusted[e.key()] {
+					changed = append(changed, e)
+				}
+			}
+			_, wasSuspect := g.suspect[cand]
+			if len(changed) == 0 && !wasSuspect {
+				continue
+			}
+			vs := g.judge(cand, els, changed)
+			if len(vs) == 0 {
+				if last {
+					g.trusted[cand] = els
+					delete(g.suspect, cand)
+				}
+				continue
+			}
+			acted = true
+			failed := ""
+			for _, v := range vs {
+				note, ok := g.neutralize(cand, v)
+				notes = append(notes, note)
+				if !ok {
+					failed = v.why
+				}
+			}
+			if failed == "" {
+				delete(g.suspect, cand)
+			} else {
+				g.suspect[cand] = failed
+			}
+		}
+		if !acted {
+			break
+		}
+		if err := g.refresh(); err != nil {
+			break
+		}
+	}
+	if last {
+		for cand := range g.trusted {
+			if _, bad := g.suspect[cand]; bad {
+				delete(g.trusted, cand)
+			}
+		}
+	}
+	return notes
+}
+
+// verdict is why a candidate would run something planted, and what to move
+// aside: the entry (the whole repository) or one element.
+type verdict struct {
+	why   string
+	whole bool
+	el    element
+}
+
+// judge decides on the changed elements of cand (all of them when it is
+// new): whether the user's git would run anything in them. A trusted
+// repository loses only what changed; one whose entry or git directory
+// changed is new.
+func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
+	newCand := g.trusted[cand] == nil && cand != global
+	for _, e := range changed {
+		if e.role == roleEntry || e.role == roleGitdir {
+			newCand = cand != global
+		}
+	}
+	var out []verdict
+	for _, e := range changed {
+		kind, _, _ := g.place(e.path)
+		if kind == exempt {
+			continue
+		}
+		redirect := e.role == roleEntry || e.role == roleGitdir || e.role == roleCommondir
+		if kind == outside {
+			if e.user || !e.id.exists() && !redirect {
+				continue // the user's own, or nothing there
+			}
+			// Never read to tell: whatever is there, the note is the same.
+			return []verdict{{why: "it leads outside the writable roots", whole: true}}
+		}
+		var why string
+		switch {
+		case e.odd != "":
+			g.logf("git guard: %s: %s", e.path, e.odd)
+			why = "its " + g.name(e) + " cannot be read safely"
+		case e.role == roleCommondir && e.id.exists() && !newCand:
+			why = "its " + g.name(e) + " now moves its config and hooks elsewhere"
+		case e.role == roleConfig && e.content != nil:
+			if w := judgeConfig(g.listFor(e), e.content); w != "" {
+				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
+			}
+		case e.role == roleHooks || e.role == roleHooksPath:
+			if w := judgeHooks(e.entries, e.role == roleHooks); w != "" {
+				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
+			}
+		}
+		if why == "" {
+			continue
+		}
+		if newCand || e.role == roleEntry || e.role == roleGitdir {
+			return []verdict{{why: why, whole: true}}
+		}
+		out = append(out, verdict{why: why, el: e})
+		if e.role == roleCommondir {
+			break // what it led to is no longer read once it is moved
+		}
+	}
+	return out
+}
+
+// listFor lists e's content, from the cache when it was listed already.
+func (g *Guard) listFor(e element) lister {
+	return func(content []byte) ([]entry, error) { return g.listCached(e.path, e.id, content) }
+}
+
+// name says what e is, as the model sees it.
+func (g *Guard) name(e element) string {
+	_, _, s := g.place(e.path)
+	switch e.role {
+	case roleHooks:
+		return "hooks directory " + s
+	case roleHooksPath:
+		return "core.hooksPath directory " + s
+	case roleConfig:
+		return "config " + s
+	case roleCommondir:
+		return "commondir " + s
+	}
+	return s
+}
+
+// neutralize moves aside what v names, and says so.
+func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
+	target := v.el.path
+	if v.whole || cand == global && target == "" {
+		target = cand.entry
+		if cand.bare {
+			target = filepath.Join(cand.entry, "HEAD")
+		}
+	}
+	kind, root, sandbox := g.place(target)
+	if kind != inside || target == "" {
+		return fmt.Sprintf("%s: %s; the user's git would run it, and the sandbox cannot move it aside: tell the user", sandbox, v.why), false
+	}
+	moved, err := renameAside(root, target)
+	if err != nil {
+		g.logf("git guard: move aside %s: %v", target, err)
+		return fmt.Sprintf("%s: %s, which the user's git would run; moving it aside failed, so tell the user not to run git there until it is removed", sandbox, v.why), false
+	}
+	if v.whole && !cand.bare {
+		// A .git directory renamed is still a directory git would take
+		// for a repository if run inside it.
+		if id, _ := lstatIdent(moved); id.isDir() {
+			renameAside(root, filepath.Join(moved, "HEAD"))
+		}
+	}
+	_, _, movedSandbox := g.place(moved)
+	what := "it"
+	if v.whole {
+		what = "the repository"
+		if cand.bare {
+			what = "the repository's HEAD"
+		}
+	}
+	g.logf("git guard: moved %s aside to %s: %s", target, moved, v.why)
+	return fmt.Sprintf("%s was moved to %s: %s, which the user's git would run (%s can be inspected there)", sandbox, filepath.Base(movedSandbox), v.why, what), true
+}
+
+// trustedSet is every trusted element, by its key.
+func (g *Guard) trustedSet() map[string]bool {
+	set := map[string]bool{}
+	for _, els := range g.trusted {
+		for _, e := range els {
+			set[e.key()] = true
+		}
+	}
+	return set
+}
+
+// key identifies an element in a state: role, path and what is there.
+func (e element) key() string {
+	return fmt.Sprintf("%d\x00%s\x00%v\x00%s", e.role, e.path, e.id, e.odd)
+}
+
+func sortedKeys(m map[candidate][]element) []candidate {
+	out := make([]candidate, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	sortCandidates(out)
+	return out
+}

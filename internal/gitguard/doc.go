@@ -1,0 +1,40 @@
+// Package gitguard keeps the user's own git from running anything a
+// sandboxed command planted (DESIGN.md §2.3, "Git, structurally").
+//
+// The user's git, run later outside any sandbox, obeys the git directories
+// it finds: their config (core.fsmonitor, filters, aliases...), their hooks,
+// and whatever those redirect to (gitfiles, commondir, includes,
+// core.hooksPath). A [Guard] finds every git directory that git could enter
+// from any path below a writable root, the way git finds them: a ".git" of
+// any kind at any depth, and any directory git would take for a bare
+// repository. It follows gitfiles, symlinks, commondir and includes to
+// wherever they point. Then, around every call:
+//
+//   - [Guard.Begin] lists what must be read-only for the call: every part of
+//     a trusted git directory through which git would run code (config,
+//     hooks, redirections, included files, core.hooksPath), plus stand-ins
+//     inside git directories for the absent ones that git would read at
+//     once (hooks/, commondir), so that they cannot be created.
+//   - [Call.End], once every process of the call is gone and before its
+//     result is returned, compares every git directory with what was
+//     trusted. What is new or changed is judged by the host's own git
+//     ("git config --list" on a copy read safely, never a parser of ours):
+//     a config key outside a short allow-list of plain settings, a hook that
+//     is not a sample, a redirection out of the writable roots, or anything
+//     that cannot be read safely is made harmless by renaming it aside, and
+//     the call's result says so.
+//
+// A git directory is trusted when it is seen while no call runs: the user
+// made it, or it was judged harmless at the end of a call. Everything read
+// from a writable root is hostile input: opened without following symlinks,
+// non-blocking, only when it is a regular file, with a size cap.
+//
+// No entry appears in a work tree: stand-ins live only inside git
+// directories, where git status does not look, and only while calls run.
+// What remains is a window while a call runs: a git directory the command
+// creates (git init, a nested repository) is live for the user's git until
+// the call ends and it is judged.
+//
+// It imports policy-free standard library packages and x/sys only; the
+// sandbox package maps its protections to mounts.
+package gitguard

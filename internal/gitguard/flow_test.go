@@ -1,0 +1,303 @@
+package gitguard
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each attack plants, during one call, something the user's git would run
+// later; the positive control plants the same with no guard and sees it
+// run. After the guarded call, the user's git runs nothing planted.
+func TestEndMakesPlantedRepositoriesHarmless(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		setup  string   // the user's, before the server starts
+		attack string   // the command's, during a call
+		dirs   []string // where the user's tools run git afterwards
+		note   string   // what the call's notes say
+	}{
+		{name: "new nested repository with fsmonitor",
+			setup:  "git init -q",
+			attack: `git init -q sub && git -C sub config core.fsmonitor "$PWN"`,
+			dirs:   []string{"sub"}, note: "sub/.git was moved to .git.quarantined-by-nanosandbox: its config"},
+		{name: "a repository where there was none",
+			attack: `git init -q && git config core.fsmonitor "$PWN"`,
+			dirs:   []string{"."}, note: "/.git was moved to"},
+		{name: "a hook in a new repository",
+			attack: `git init -q && printf '#!/bin/sh\n%s\n' "$PWN" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`,
+			dirs:   []string{"."}, note: "holds pre-commit"},
+		{name: "submodule .git as a symlink",
+			setup: "git init -q",
+			attack: `git init -q x && git -C x config core.fsmonitor "$PWN" && mv x/.git realgit && rmdir x 2>/dev/null; rm -rf x;
+mkdir sub && ln -s ../realgit sub/.git`,
+			dirs: []string{"sub"}, note: "sub/.git was moved to"},
+		{name: "a submodule of a submodule",
+			setup:  "git init -q",
+			attack: `mkdir -p a/b/c && git init -q a && git init -q a/b && git init -q a/b/c && git -C a/b/c config core.fsmonitor "$PWN"`,
+			dirs:   []string{"a/b/c"}, note: "a/b/c/.git was moved"},
+		{name: "gitfile into a separate git directory",
+			setup:  "git init -q",
+			attack: `mkdir .cache && git init -q --separate-git-dir="$PWD/.cache/g" sub && git -C sub config core.fsmonitor "$PWN"`,
+			dirs:   []string{"sub"}, note: "sub/.git was moved"},
+		{name: "commondir of the user's repository",
+			setup:  "git init -q",
+			attack: `git init -q --bare .e && git -C .e config core.bare false && git -C .e config core.fsmonitor "$PWN" && echo ../.e > .git/commondir`,
+			dirs:   []string{"."}, note: ".git/commondir was moved to commondir.quarantined-by-nanosandbox"},
+		{name: "commondir in a new repository",
+			attack: `git init -q --bare .e && git -C .e config core.bare false && git -C .e config core.fsmonitor "$PWN" && git init -q && echo ../.e > .git/commondir`,
+			dirs:   []string{"."}, note: "/.git was moved to"},
+		{name: "the workspace made a bare repository",
+			attack: `git init -q --bare . && git config -f config core.bare false && git config -f config core.worktree "$PWD" && git config -f config core.fsmonitor "$PWN"`,
+			dirs:   []string{"."}, note: "HEAD was moved to HEAD.quarantined-by-nanosandbox"},
+		{name: "comment ending in a backslash",
+			attack: `git init -q && printf '# c \\\n[core]\n\tfsmonitor = "%s"\n' "$PWN" >> .git/config`,
+			dirs:   []string{"."}, note: "sets core.fsmonitor"},
+		{name: "an include",
+			attack: `git init -q && printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > inc && git config include.path ../inc`,
+			dirs:   []string{"."}, note: "sets include.path"},
+		{name: "hooksPath in a new repository",
+			attack: `git init -q && mkdir h && printf '#!/bin/sh\n%s\n' "$PWN" > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h`,
+			dirs:   []string{"."}, note: "sets core.hookspath"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// Positive control: the same, unguarded, runs.
+			ctl := newFixture(t)
+			if tt.setup != "" {
+				ctl.sh(tt.setup)
+			}
+			ctl.sh(tt.attack)
+			if !ctl.userGit(tt.dirs...) {
+				t.Fatalf("control: the planting did not run in the user's git; the attack tests nothing")
+			}
+
+			f := newFixture(t)
+			if tt.setup != "" {
+				f.sh(tt.setup)
+			}
+			f.start()
+			notes := f.call(tt.attack)
+			if f.userGit(tt.dirs...) {
+				t.Errorf("the user's git ran what the call planted; notes: %q", notes)
+			}
+			if !strings.Contains(strings.Join(notes, "\n"), tt.note) {
+				t.Errorf("notes %q, want one containing %q", notes, tt.note)
+			}
+			// The next call starts clean, and says nothing more.
+			if more := f.call(""); len(more) != 0 {
+				t.Errorf("the next call noted %q", more)
+			}
+		})
+	}
+}
+
+func TestHonestRepositoriesStay(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q && echo a > a && git add a && git commit -qm a")
+	f.start()
+	notes := f.call(`git init -q sub && git -C sub commit -q --allow-empty -m s && git clone -q . b && git worktree add -q wt 2>/dev/null; git submodule add -q ./b sm 2>/dev/null; true`)
+	if len(notes) != 0 {
+		t.Fatalf("honest repositories were judged: %q", notes)
+	}
+	for _, p := range []string{"sub/.git", "b/.git", "wt/.git"} {
+		if _, err := os.Lstat(filepath.Join(f.root, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	// Next call: they are trusted, so protected like the workspace's own.
+	c, err := f.g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.End()
+	got := map[string]bool{}
+	for _, p := range c.Protect {
+		got[strings.TrimPrefix(p.Path, f.root+"/")] = true
+	}
+	for _, want := range []string{".git/config", ".git/hooks", ".git/commondir", "sub/.git/config", "sub/.git/hooks", "b/.git/config", "wt/.git", ".git/worktrees/wt/commondir"} {
+		if !got[want] {
+			t.Errorf("%s is not protected; protected: %v", want, got)
+		}
+	}
+}
+
+func TestUserChangesBetweenCallsAreTrusted(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q")
+	f.start()
+	f.call("")
+	// The user installs a hook, and a nested repository with fsmonitor.
+	f.sh(`printf '#!/bin/sh\nexit 0\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && git init -q tool && git -C tool config core.fsmonitor true`)
+	if notes := f.call(""); len(notes) != 0 {
+		t.Fatalf("the user's own changes were judged: %q", notes)
+	}
+	if _, err := os.Stat(filepath.Join(f.root, ".git/hooks/pre-commit")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestTrustedRepositoryPartsMovedAside(t *testing.T) {
+	f := newFixture(t)
+	f.sh(`git init -q && git config extensions.worktreeConfig true && git config core.hooksPath .husky/_ && git config include.path ../shared.gitconfig`)
+	f.start()
+	// Without mounts (these are unit tests), the command can write what
+	// the call would protect; what was absent is judged at the end.
+	notes := f.call(`mkdir -p .husky/_ && printf '#!/bin/sh\n%s\n' "$PWN" > .husky/_/pre-commit && chmod +x .husky/_/pre-commit &&
+printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > .git/config.worktree && printf '[core]\n\tpager = "%s"\n' "$PWN" > shared.gitconfig`)
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{"core.hooksPath directory", "config.worktree", "shared.gitconfig"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no note about %s: %q", want, notes)
+		}
+	}
+	if f.userGit(".") {
+		t.Errorf("the user's git ran what the call planted")
+	}
+	if _, err := os.Stat(filepath.Join(f.root, ".git/config")); err != nil {
+		t.Errorf("the user's own config was moved: %v", err)
+	}
+}
+
+func TestRelativeHooksPathInGlobalConfig(t *testing.T) {
+	f := newFixture(t)
+	os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	f.sh("git init -q")
+	f.start()
+	c, _ := f.g.Begin()
+	f.sh(`mkdir .githooks && printf '#!/bin/sh\n%s\n' "$PWN" > .githooks/pre-commit && chmod +x .githooks/pre-commit`)
+	notes := c.End()
+	if !strings.Contains(strings.Join(notes, "\n"), ".githooks") || f.userGit(".") {
+		t.Errorf("a hook under the user's relative core.hooksPath survived: %q", notes)
+	}
+}
+
+func TestSecondRootArmedLater(t *testing.T) {
+	// A submodule whose git directory lives in the private home (another
+	// writable root): made harmless in one call, armed in a later one.
+	f := newFixture(t)
+	ph := filepath.Join(filepath.Dir(f.root), "private-home")
+	os.MkdirAll(ph, 0o700)
+	f.cfg.Roots = append(f.cfg.Roots, Root{Host: ph, Sandbox: "/home/user"})
+	f.sh("git init -q")
+	f.start()
+	if notes := f.call(`git init -q --bare ` + ph + `/m.git && mkdir sub && printf 'gitdir: %s\n' ` + ph + `/m.git > sub/.git`); len(notes) != 0 {
+		t.Fatalf("a harmless git directory was judged: %q", notes)
+	}
+	c, err := f.g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mapped bool
+	for _, p := range c.Protect {
+		if p.Path == "/home/user/m.git/config" {
+			mapped = true
+		}
+	}
+	if !mapped {
+		t.Errorf("the private home's git directory is not protected where commands see it: %+v", c.Protect)
+	}
+	f.sh(`git config -f ` + ph + `/m.git/config core.fsmonitor "$PWN"`) // what the mount would refuse
+	notes := c.End()
+	if f.userGit("sub") {
+		t.Errorf("armed later, it ran: %q", notes)
+	}
+	// And pointing at one that only appears later.
+	f.call(`mkdir sub2 && printf 'gitdir: %s\n' ` + ph + `/later.git > sub2/.git`)
+	notes = f.call(`git init -q --bare ` + ph + `/later.git && git config -f ` + ph + `/later.git/config core.fsmonitor "$PWN"`)
+	if f.userGit("sub2") || len(notes) == 0 {
+		t.Errorf("a git directory that appeared later ran: %q", notes)
+	}
+}
+
+func TestOutsideRedirectsRevealNothing(t *testing.T) {
+	f := newFixture(t)
+	secret := filepath.Join(filepath.Dir(f.root), "secret")
+	f.sh("git init -q " + secret + " && git -C " + secret + " config core.fsmonitor true")
+	f.start()
+	a := f.call(`mkdir a && printf 'gitdir: %s\n' ` + secret + `/.git > a/.git`)
+	b := f.call(`mkdir b && printf 'gitdir: %s\n' ` + secret + `/nothing > b/.git`)
+	norm := func(n []string) string { return strings.NewReplacer("/a/", "/X/", "/b/", "/X/").Replace(strings.Join(n, "\n")) }
+	if len(a) == 0 || norm(a) != norm(b) {
+		t.Errorf("the notes tell an existing git directory outside from a missing one:\n%q\n%q", a, b)
+	}
+}
+
+func TestHostileFilesFailClosedFast(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q")
+	f.start()
+	began := time.Now()
+	notes := f.call(`mkdir -p a b c d e && mkfifo a/.git && ln -s /dev/zero b/.git &&
+git init -q c && rm c/.git/config && mkfifo c/.git/config &&
+git init -q d && truncate -s 1500M d/.git/config &&
+git init -q e && rm -f e/.git/commondir && mkfifo e/.git/commondir &&
+mkfifo .git/index.fifo && truncate -s 1500M .git/big && ln -sf /dev/zero .git/index.lnk`)
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("the end of the call took %s", d)
+	}
+	all := strings.Join(notes, "\n")
+	for _, p := range []string{"a/.git", "b/.git", "c/.git", "d/.git", "e/.git"} {
+		if !strings.Contains(all, "/"+p+" was moved") {
+			t.Errorf("%s not moved aside: %q", p, notes)
+		}
+	}
+	if more := f.call("true"); len(more) != 0 {
+		t.Errorf("next call: %q", more)
+	}
+}
+
+func TestPlaceholdersOnlyWhileCallsRun(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q && rm -rf .git/hooks")
+	f.start()
+	a, _ := f.g.Begin()
+	b, _ := f.g.Begin()
+	for _, p := range []string{".git/hooks", ".git/commondir"} {
+		if _, err := os.Lstat(filepath.Join(f.root, p)); err != nil {
+			t.Errorf("no stand-in %s during calls: %v", p, err)
+		}
+	}
+	if n := a.End(); len(n) != 0 {
+		t.Errorf("notes %q", n)
+	}
+	if _, err := os.Lstat(filepath.Join(f.root, ".git/hooks")); err != nil {
+		t.Errorf("stand-in removed while a call still runs: %v", err)
+	}
+	if n := b.End(); len(n) != 0 {
+		t.Errorf("notes %q", n)
+	}
+	for _, p := range []string{".git/hooks", ".git/commondir"} {
+		if _, err := os.Lstat(filepath.Join(f.root, p)); err == nil {
+			t.Errorf("stand-in %s left after the last call", p)
+		}
+	}
+	if st := f.sh("git status --porcelain --ignored"); st != "" {
+		t.Errorf("git status shows %q", st)
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q")
+	f.start()
+	a, _ := f.g.Begin()
+	f.sh(`git init -q plain && git init -q evil && git -C evil config core.fsmonitor "$PWN"`)
+	b, _ := f.g.Begin() // sees them, but a call runs: not trusted
+	for _, p := range b.Protect {
+		if strings.Contains(p.Path, "/evil/") || strings.Contains(p.Path, "/plain/") {
+			t.Errorf("a repository made during another call is protected as trusted: %s", p.Path)
+		}
+	}
+	if n := strings.Join(a.End(), "\n"); !strings.Contains(n, "evil/.git was moved") {
+		t.Errorf("first end: %q", n)
+	}
+	f.sh(`git -C plain config core.pager "$PWN"`) // b's command arms the harmless one
+	if n := strings.Join(b.End(), "\n"); !strings.Contains(n, "plain/.git was moved") {
+		t.Errorf("second end: %q", n)
+	}
+	if f.userGit("plain", "evil") {
+		t.Error("planted code ran")
+	}
+}

@@ -1,0 +1,346 @@
+package gitguard
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Root is a tree that commands can write.
+type Root struct {
+	Host    string // where it is on the host, canonical
+	Sandbox string // where commands see it; "" when the same as Host
+}
+
+// Config says what a Guard watches. Paths are canonical host paths.
+type Config struct {
+	Roots []Root
+	// Exempt paths lie in roots and were granted writable by name (a
+	// --writable inside the workspace): what is in them is neither
+	// protected nor judged, because the user said so.
+	Exempt []string
+	// Hidden paths lie in roots but commands cannot reach them (masked
+	// credentials): they are not scanned.
+	Hidden []string
+	// Git is the host's git, the one the user's tools run; if "", no config
+	// can be judged harmless.
+	Git string
+	// Home is the user's home, for "~/" in config paths.
+	Home string
+	// GlobalConfigs are git's system and global config files: the user's,
+	// trusted. Their core.hooksPath applies to every repository, and the
+	// files they include that lie in a root are protected.
+	GlobalConfigs []string
+	// Log, if set, receives what the server's log should say.
+	Log func(msg string)
+}
+
+// Protection is a path to keep read-only during a call.
+type Protection struct {
+	Path string // where commands see it
+	Dir  bool
+	Link bool // a symlink, kept as itself
+}
+
+// finder lists the candidates below the roots.
+type finder interface {
+	refresh() error
+	candidates() []candidate
+	close()
+}
+
+// Guard protects the user's git from what commands plant. It is safe for
+// concurrent use; calls may overlap.
+type Guard struct {
+	cfg  Config
+	list lister
+
+	mu       sync.Mutex
+	find     finder
+	res      resolver
+	listings map[string]listing
+	seen     map[string]bool // listings used in this round
+	trusted  map[candidate][]element
+	suspect  map[candidate]string // judged harmful and not made harmless
+	running  int
+	ph       placeholders
+	broken   error // why the roots cannot be checked; calls are refused
+}
+
+type listing struct {
+	id      ident
+	entries []entry
+	err     error
+}
+
+// errNoWatch means the roots cannot be watched; walk them instead.
+var errNoWatch = errors.New("cannot watch")
+
+// global is the pseudo-candidate holding the user's own config files.
+var global = candidate{entry: ""}
+
+// New starts watching cfg.Roots. What it finds now is trusted.
+func New(cfg Config) (*Guard, error) {
+	g := &Guard{
+		cfg:      cfg,
+		list:     noGit,
+		listings: map[string]listing{},
+		trusted:  map[candidate][]element{},
+		suspect:  map[candidate]string{},
+		ph:       placeholders{},
+	}
+	if cfg.Git != "" {
+		g.list = gitLister(cfg.Git)
+	}
+	g.res = resolver{home: cfg.Home, list: g.listCached, placeholder: g.ph.pristine}
+	for _, f := range cfg.GlobalConfigs {
+		e, _ := g.res.config(f)
+		if e.content == nil {
+			continue
+		}
+		entries, err := g.list(e.content)
+		if err != nil {
+			continue
+		}
+		for _, en := range entries {
+			if en.Section == "core" && en.Subsection == "" && en.Name == "hookspath" && en.HasValue {
+				g.res.globalHooks = append(g.res.globalHooks, en.Value)
+			}
+		}
+	}
+	roots := g.scanRoots()
+	f, err := newFinder(roots, g.hidden, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	g.find = f
+	return g, nil
+}
+
+// Close stops watching.
+func (g *Guard) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.find.close()
+}
+
+// FindGit returns the git the user's tools run: the first on path that
+// does not lie in a root (a command could replace one that does).
+func FindGit(path string, roots []Root) string {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p, err := exec.LookPath(filepath.Join(dir, "git"))
+		if err != nil {
+			continue
+		}
+		if c, err := filepath.EvalSymlinks(p); err == nil {
+			p = c
+		}
+		inRoot := false
+		for _, r := range roots {
+			if within(p, r.Host) {
+				inRoot = true
+			}
+		}
+		if !inRoot {
+			return p
+		}
+	}
+	return ""
+}
+
+// scanRoots are the roots to walk: none inside another.
+func (g *Guard) scanRoots() []string {
+	var out []string
+	for _, r := range g.cfg.Roots {
+		inside := false
+		for _, o := range g.cfg.Roots {
+			if o.Host != r.Host && within(r.Host, o.Host) {
+				inside = true
+			}
+		}
+		if !inside {
+			out = append(out, r.Host)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (g *Guard) hidden(path string) bool {
+	for _, h := range g.cfg.Hidden {
+		if within(path, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// placeKind is where a path lies for the guard.
+type placeKind int
+
+const (
+	outside placeKind = iota // not in a root, or hidden from commands
+	exempt                   // in a grant the user made writable by name
+	inside                   // in a root, protected and judged
+)
+
+// place says where path lies, and the root (host path) and sandbox path
+// when it is in one.
+func (g *Guard) place(path string) (kind placeKind, root, sandbox string) {
+	if path == "" || g.hidden(path) {
+		return outside, "", ""
+	}
+	best := -1
+	for i, r := range g.cfg.Roots {
+		if within(path, r.Host) && (best < 0 || len(r.Host) > len(g.cfg.Roots[best].Host)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return outside, "", ""
+	}
+	r := g.cfg.Roots[best]
+	sandbox = path
+	if r.Sandbox != "" && r.Sandbox != r.Host {
+		rel, _ := filepath.Rel(r.Host, path)
+		sandbox = filepath.Join(r.Sandbox, rel)
+	}
+	for _, e := range g.cfg.Exempt {
+		if within(path, e) {
+			return exempt, r.Host, sandbox
+		}
+	}
+	return inside, r.Host, sandbox
+}
+
+// listCached lists a config file's content, once per state of the file.
+func (g *Guard) listCached(path string, id ident, content []byte) ([]entry, error) {
+	g.seen[path] = true
+	if l, ok := g.listings[path]; ok && l.id == id && id.exists() {
+		return l.entries, l.err
+	}
+	entries, err := g.list(content)
+	g.listings[path] = listing{id: id, entries: entries, err: err}
+	return entries, err
+}
+
+// resolveAll resolves every candidate, and the user's own config files.
+func (g *Guard) resolveAll() map[candidate][]element {
+	g.seen = map[string]bool{}
+	out := map[candidate][]element{}
+	for _, c := range g.find.candidates() {
+		out[c] = g.res.resolve(c)
+	}
+	var gl []element
+	seen := map[string]bool{}
+	var add func(path string, depth int)
+	add = func(path string, depth int) {
+		if seen[path] || depth > maxIncludeDepth {
+			return
+		}
+		seen[path] = true
+		e, to := g.res.config(path)
+		e.user = true
+		if k, _, _ := g.place(path); k == inside || depth > 0 {
+			gl = append(gl, e)
+		}
+		if to != "" {
+			add(to, depth+1)
+			return
+		}
+		if e.content == nil {
+			return
+		}
+		entries, err := g.listCached(path, e.id, e.content)
+		if err != nil {
+			return
+		}
+		for _, en := range entries {
+			if (en.Section == "include" || en.Section == "includeif") && en.Name == "path" && en.HasValue {
+				if p, ok := g.res.configPath(en.Value, filepath.Dir(path)); ok {
+					add(p, depth+1)
+				}
+			}
+		}
+	}
+	for _, f := range g.cfg.GlobalConfigs {
+		add(f, 0)
+	}
+	if len(gl) > 0 {
+		out[global] = gl
+	}
+	for p := range g.listings {
+		if !g.seen[p] {
+			delete(g.listings, p)
+		}
+	}
+	return out
+}
+
+// refresh brings the candidates up to date. A finder that can no longer
+// watch gives way to walking; one that cannot walk breaks the guard.
+func (g *Guard) refresh() error {
+	if g.broken != nil {
+		// Try again: the user may have cleaned up.
+		f, err := newFinder(g.scanRoots(), g.hidden, g.cfg.Log)
+		if err != nil {
+			return err
+		}
+		g.find.close()
+		g.find, g.broken = f, nil
+		return nil
+	}
+	err := g.find.refresh()
+	if errors.Is(err, errNoWatch) {
+		g.logf("git guard: watching stopped (%v); the writable roots are walked on every call from now on", err)
+		g.find.close()
+		w := &walkFinder{roots: g.scanRoots(), skip: g.hidden}
+		g.find = w
+		err = w.refresh()
+	}
+	if err != nil {
+		g.broken = err
+	}
+	return err
+}
+
+func (g *Guard) logf(format string, args ...any) {
+	if g.cfg.Log != nil {
+		g.cfg.Log(fmt.Sprintf(format, args...))
+	}
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// walkFinder walks the roots on every refresh: no watches, memory bounded
+// by the candidates. It is the fallback where inotify cannot serve.
+type walkFinder struct {
+	roots []string
+	skip  func(string) bool
+	found []candidate
+}
+
+func (w *walkFinder) refresh() error {
+	c, err := walkCandidates(w.roots, w.skip)
+	if err != nil {
+		return err
+	}
+	w.found = c
+	return nil
+}
+
+func (w *walkFinder) candidates() []candidate { return w.found }
+func (w *walkFinder) close()                  {}

@@ -1,0 +1,178 @@
+package gitguard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// What a directory holds that makes it a place where git finds a
+// repository: a .git entry of any kind, or (for git to take the directory
+// itself for a git directory) HEAD with objects/, refs/ or commondir.
+const (
+	hasDotgit uint8 = 1 << iota
+	hasHEAD
+	hasObjects
+	hasRefs
+	hasCommondir
+)
+
+var markers = map[string]uint8{".git": hasDotgit, "HEAD": hasHEAD, "objects": hasObjects, "refs": hasRefs, "commondir": hasCommondir}
+
+// candidatesOf lists the candidates a directory with these markers holds.
+// A ".git" directory is found as its parent's entry, not again as a bare
+// repository.
+func candidatesOf(dir string, flags uint8, parentFlags uint8) []candidate {
+	var out []candidate
+	if flags&hasDotgit != 0 {
+		out = append(out, candidate{entry: filepath.Join(dir, ".git")})
+	}
+	if flags&hasHEAD != 0 && flags&(hasObjects|hasRefs|hasCommondir) != 0 &&
+		!(filepath.Base(dir) == ".git" && parentFlags&hasDotgit != 0) {
+		out = append(out, candidate{entry: dir, bare: true})
+	}
+	return out
+}
+
+// skipChild reports whether the scan leaves a subdirectory out: the object
+// stores of a git directory (content-addressed files, thousands of
+// directories, never a place anyone runs git), and hidden paths, which
+// commands cannot reach.
+func skipChild(flags uint8, name string) bool {
+	if flags&hasHEAD != 0 {
+		switch name {
+		case "objects", "lfs", "annex":
+			return true
+		}
+	}
+	return false
+}
+
+// Limits on a walk, so a command that makes millions of directories costs
+// the server a refusal, not its memory or its time.
+const (
+	maxWalkDirs  = 2_000_000
+	maxRelPath   = 4096 // git cannot enter a directory further from the root than PATH_MAX
+	walkDeadline = 60 * time.Second
+)
+
+// errTooLarge is a walk that hit a limit.
+var errTooLarge = errors.New("too many directories")
+
+// walker visits every directory below a root that commands can reach, and
+// calls visit with its markers. It opens each directory without following a
+// symlink and never descends into a symlink.
+type walker struct {
+	skip  func(path string) bool // hidden paths
+	visit func(path string, fd int, id ident, flags, parentFlags uint8, dirs []string) error
+	dirs  int
+	start time.Time
+}
+
+func (w *walker) walk(root string, parentFlags uint8) error {
+	if w.start.IsZero() {
+		w.start = time.Now()
+	}
+	return w.walkDir(root, len(root), parentFlags)
+}
+
+func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
+	w.dirs++
+	if w.dirs > maxWalkDirs {
+		return fmt.Errorf("%w: more than %d below the writable roots", errTooLarge, maxWalkDirs)
+	}
+	if w.dirs%1024 == 0 && time.Since(w.start) > walkDeadline {
+		return fmt.Errorf("%w: looking at them took more than %s", errTooLarge, walkDeadline)
+	}
+	fd, err := openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	if errors.Is(err, unix.EACCES) && allowRead(path) {
+		fd, err = openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, errOdd) {
+			return nil // gone, or replaced by a symlink since it was listed
+		}
+		if errors.Is(err, unix.EACCES) {
+			// Not ours to open, so not one a command (running as this
+			// user) could have written in either.
+			return nil
+		}
+		return err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return fmt.Errorf("fstat %q: %w", path, err)
+	}
+	var flags uint8
+	var dirs []string
+	for {
+		ents, err := f.ReadDir(512)
+		for _, e := range ents {
+			name := e.Name()
+			flags |= markers[name]
+			if e.IsDir() {
+				dirs = append(dirs, name)
+			}
+		}
+		if err == io.EOF || len(ents) == 0 {
+			break
+		}
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("read directory %q: %w", path, err)
+		}
+	}
+	kept := dirs[:0]
+	for _, d := range dirs {
+		child := path + "/" + d
+		if skipChild(flags, d) || w.skip(child) || len(child)-rootLen > maxRelPath {
+			continue
+		}
+		kept = append(kept, d)
+	}
+	sort.Strings(kept)
+	err = w.visit(path, fd, identOf(&st), flags, parentFlags, kept)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, d := range kept {
+		if err := w.walkDir(path+"/"+d, rootLen, flags); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkCandidates walks roots and returns every candidate, sorted.
+func walkCandidates(roots []string, skip func(string) bool) ([]candidate, error) {
+	var out []candidate
+	w := &walker{skip: skip, visit: func(path string, _ int, _ ident, flags, parentFlags uint8, _ []string) error {
+		out = append(out, candidatesOf(path, flags, parentFlags)...)
+		return nil
+	}}
+	for _, r := range roots {
+		if err := w.walk(r, 0); err != nil {
+			return nil, err
+		}
+	}
+	sortCandidates(out)
+	return out, nil
+}
+
+func sortCandidates(c []candidate) {
+	sort.Slice(c, func(i, j int) bool {
+		if c[i].entry != c[j].entry {
+			return c[i].entry < c[j].entry
+		}
+		return !c[i].bare && c[j].bare
+	})
+}

@@ -1,0 +1,358 @@
+package gitguard
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// tree keeps the candidates below the roots up to date with inotify, so a
+// call costs what changed, not what exists: the directories are walked
+// once, each watched for entries created, removed or renamed in it, and a
+// refresh handles only the events since the last one. A queue overflow (a
+// build that creates tens of thousands of files at once) costs one walk.
+type tree struct {
+	roots []string
+	skip  func(string) bool
+
+	// The inotify descriptor, non-blocking. fd is its number: file.Fd()
+	// would make it blocking. gen counts descriptors, so the reader of an
+	// old one stops.
+	file  *os.File
+	fd    int
+	gen   int
+	nodes map[string]*node
+	wds   map[int32][]*node
+	cands map[candidate]bool
+
+	mu       sync.Mutex // guards pending and overflow, filled by pump
+	pending  []event
+	overflow bool
+	closed   bool
+}
+
+type node struct {
+	path     string
+	parent   *node
+	children map[string]*node
+	flags    uint8
+	wd       int32
+	dev, ino uint64
+}
+
+type event struct {
+	wd   int32
+	mask uint32
+	name string
+}
+
+// maxWatched is the most directories the tree watches; past it the guard
+// walks instead (bounded memory: each watch costs the kernel about 1 KiB,
+// and the user's other tools share the per-user limit).
+const maxWatched = 100_000
+
+// maxPending bounds events queued between two refreshes.
+const maxPending = 1 << 20
+
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
+
+func newTree(roots []string, skip func(string) bool) (*tree, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("%w: inotify_init1: %v", errNoWatch, err)
+	}
+	t := &tree{roots: roots, skip: skip, file: os.NewFile(uintptr(fd), "inotify"), fd: fd}
+	if err := t.build(); err != nil {
+		t.file.Close()
+		return nil, err
+	}
+	go t.pump(t.file, t.gen)
+	return t, nil
+}
+
+// build walks every root and watches each directory.
+func (t *tree) build() error {
+	t.nodes = map[string]*node{}
+	t.wds = map[int32][]*node{}
+	t.cands = map[candidate]bool{}
+	w := &walker{skip: t.skip, visit: t.visit}
+	for _, r := range t.roots {
+		if err := w.walk(r, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tree) visit(path string, fd int, id ident, flags, parentFlags uint8, _ []string) error {
+	if len(t.nodes) >= maxWatched {
+		return fmt.Errorf("%w: more than %d directories", errNoWatch, maxWatched)
+	}
+	wd, err := unix.InotifyAddWatch(t.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
+	if err != nil {
+		return fmt.Errorf("%w: inotify_add_watch %q: %v", errNoWatch, path, err)
+	}
+	if old := t.nodes[path]; old != nil {
+		t.remove(old)
+	}
+	n := &node{path: path, flags: flags, wd: int32(wd), dev: id.Dev, ino: id.Ino}
+	if p := t.nodes[filepath.Dir(path)]; p != nil && path != filepath.Dir(path) {
+		n.parent = p
+		if p.children == nil {
+			p.children = map[string]*node{}
+		}
+		p.children[filepath.Base(path)] = n
+	}
+	t.nodes[path] = n
+	t.wds[n.wd] = append(t.wds[n.wd], n)
+	for _, c := range candidatesOf(path, flags, parentFlags) {
+		t.cands[c] = true
+	}
+	return nil
+}
+
+// pump reads events as they come, so the kernel's queue (16384 events by
+// default) does not overflow while a command runs.
+func (t *tree) pump(f *os.File, gen int) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 64<<10)
+	rc.Read(func(fd uintptr) bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.gen != gen {
+			return true
+		}
+		return t.readLocked(int(fd), buf)
+	})
+}
+
+// readLocked reads what is queued; it reports true when the descriptor is
+// done for (closed or failing), false when it would block.
+func (t *tree) readLocked(fd int, buf []byte) bool {
+	for {
+		if t.closed {
+			return true
+		}
+		n, err := unix.Read(fd, buf)
+		switch {
+		case n > 0:
+			t.take(buf[:n])
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EAGAIN):
+			return false
+		default:
+			return true
+		}
+	}
+}
+
+// take keeps the events that can change the candidates: directories
+// created, removed or renamed, marker names, watches gone, overflow.
+func (t *tree) take(b []byte) {
+	for len(b) >= unix.SizeofInotifyEvent {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
+		end := unix.SizeofInotifyEvent + int(ev.Len)
+		if end > len(b) {
+			return
+		}
+		name := string(bytes.TrimRight(b[unix.SizeofInotifyEvent:end], "\x00"))
+		b = b[end:]
+		keep := ev.Mask&(unix.IN_Q_OVERFLOW|unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_ISDIR) != 0 || markers[name] != 0
+		if !keep {
+			continue
+		}
+		if len(t.pending) >= maxPending {
+			t.overflow = true
+			continue
+		}
+		t.pending = append(t.pending, event{wd: ev.Wd, mask: ev.Mask, name: name})
+	}
+}
+
+// refresh brings the candidates up to date with every change made before
+// it was called.
+func (t *tree) refresh() error {
+	t.mu.Lock()
+	t.readLocked(t.fd, make([]byte, 64<<10))
+	evs, overflow := t.pending, t.overflow
+	t.pending, t.overflow = nil, false
+	t.mu.Unlock()
+
+	full := overflow
+	type rescan struct {
+		parent *node
+		name   string
+	}
+	var rescans []rescan
+	dirty := map[*node]bool{}
+	for _, ev := range evs {
+		if ev.mask&unix.IN_Q_OVERFLOW != 0 {
+			full = true
+			break
+		}
+		ns := t.wds[ev.wd]
+		if ev.mask&unix.IN_IGNORED != 0 {
+			for _, n := range ns {
+				if n.parent == nil {
+					full = true // a root went away
+				}
+			}
+			delete(t.wds, ev.wd)
+			continue
+		}
+		for _, n := range ns {
+			if ev.mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 && n.parent == nil {
+				full = true
+			}
+			if ev.name == "" {
+				continue
+			}
+			if ev.mask&unix.IN_ISDIR != 0 {
+				if c := n.children[ev.name]; c != nil {
+					t.remove(c)
+				}
+				if ev.mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+					rescans = append(rescans, rescan{n, ev.name})
+				}
+			}
+			if markers[ev.name] != 0 {
+				dirty[n] = true
+			}
+		}
+	}
+	if full {
+		return t.rebuild()
+	}
+	w := &walker{skip: t.skip, visit: t.visit}
+	for _, r := range rescans {
+		if t.nodes[r.parent.path] != r.parent || skipChild(r.parent.flags, r.name) {
+			continue
+		}
+		child := r.parent.path + "/" + r.name
+		if t.nodes[child] != nil || t.skip(child) {
+			continue
+		}
+		if err := w.walk(child, r.parent.flags); err != nil {
+			return err
+		}
+	}
+	for n := range dirty {
+		if t.nodes[n.path] != n {
+			continue
+		}
+		t.reflag(n)
+		if c := n.children[".git"]; c != nil {
+			t.reflag(c)
+		}
+	}
+	// A root that did not exist (or went away and came back).
+	for _, r := range t.roots {
+		if t.nodes[r] == nil {
+			if err := w.walk(r, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reflag reads a directory's markers again.
+func (t *tree) reflag(n *node) {
+	var flags uint8
+	for name, bit := range markers {
+		var st unix.Stat_t
+		if unix.Fstatat(unix.AT_FDCWD, n.path+"/"+name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			flags |= bit
+		}
+	}
+	var pf uint8
+	if n.parent != nil {
+		pf = n.parent.flags
+	}
+	for _, c := range candidatesOf(n.path, n.flags, pf) {
+		delete(t.cands, c)
+	}
+	n.flags = flags
+	for _, c := range candidatesOf(n.path, flags, pf) {
+		t.cands[c] = true
+	}
+}
+
+// remove forgets n and everything below it.
+func (t *tree) remove(n *node) {
+	for _, c := range n.children {
+		t.remove(c)
+	}
+	if t.nodes[n.path] == n {
+		delete(t.nodes, n.path)
+	}
+	var pf uint8
+	if n.parent != nil {
+		pf = n.parent.flags
+		if n.parent.children[filepath.Base(n.path)] == n {
+			delete(n.parent.children, filepath.Base(n.path))
+		}
+	}
+	for _, c := range candidatesOf(n.path, n.flags, pf) {
+		delete(t.cands, c)
+	}
+	ns := t.wds[n.wd]
+	for i, o := range ns {
+		if o == n {
+			ns = append(ns[:i], ns[i+1:]...)
+			break
+		}
+	}
+	if len(ns) == 0 {
+		delete(t.wds, n.wd)
+		unix.InotifyRmWatch(t.fd, uint32(n.wd))
+	} else {
+		t.wds[n.wd] = ns
+	}
+}
+
+// rebuild starts over with a fresh descriptor.
+func (t *tree) rebuild() error {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("%w: inotify_init1: %v", errNoWatch, err)
+	}
+	t.close()
+	t.mu.Lock()
+	t.gen++
+	t.file, t.fd, t.closed, t.pending, t.overflow = os.NewFile(uintptr(fd), "inotify"), fd, false, nil, false
+	t.mu.Unlock()
+	if err := t.build(); err != nil {
+		return err
+	}
+	go t.pump(t.file, t.gen)
+	return nil
+}
+
+func (t *tree) candidates() []candidate {
+	out := make([]candidate, 0, len(t.cands))
+	for c := range t.cands {
+		out = append(out, c)
+	}
+	sortCandidates(out)
+	return out
+}
+
+func (t *tree) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.gen++
+	t.mu.Unlock()
+	t.file.Close()
+}
