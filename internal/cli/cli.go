@@ -255,6 +255,9 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, comma
 		Timeout: pol.Timeout,
 		Signals: sigs,
 	})
+	for _, n := range res.Notes {
+		fmt.Fprintf(stderr, "%s: note: %s\n", name, n)
+	}
 	var se *sandbox.StartError
 	var setup *sandbox.SetupError
 	switch {

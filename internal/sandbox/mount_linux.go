@@ -146,7 +146,18 @@ func runOp(op mountOp) (int, error) {
 		if err := attach(tree, target, false, false); err != nil {
 			return -1, &SetupError{Op: "mask " + op.Path, Err: err.Error()}
 		}
-	case opBindRO, opBindRW, opPin, opProtect:
+	case opProtect, opPin:
+		// A carve-out planned from the host a moment ago may be gone by
+		// now (another call removed it): nothing to keep, and git's part
+		// is judged when the call ends.
+		err := protect(target, op)
+		if errors.Is(err, unix.ENOENT) {
+			return -1, nil
+		}
+		if err != nil {
+			return -1, &SetupError{Op: op.Kind.String() + " " + op.Path, Err: err.Error()}
+		}
+	case opBindRO, opBindRW:
 		src := target
 		if op.Kind == opBindRO || op.Kind == opBindRW {
 			src = oldRoot + op.Src
@@ -167,6 +178,48 @@ func runOp(op mountOp) (int, error) {
 		return -1, &SetupError{Op: "mount", Err: fmt.Sprintf("unknown step %d", op.Kind)}
 	}
 	return -1, nil
+}
+
+// protect binds target onto itself: read-only for a carve-out, as it is
+// for a pin. A symlink (op.Link) is bound as itself, so that it can be
+// neither removed nor replaced.
+func protect(target string, op mountOp) error {
+	var attr uint64 = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	if op.Kind == opProtect {
+		attr |= unix.MOUNT_ATTR_RDONLY
+	}
+	if !op.Link {
+		tree, err := cloneTree(target, attr, true)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(tree)
+		return attach(tree, target, op.Dir, false)
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, target, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return fmt.Errorf("open %s: %w", strings.TrimPrefix(target, newRoot), err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return fmt.Errorf("%s: %w", strings.TrimPrefix(target, newRoot), unix.ENOENT) // no longer the symlink planned
+	}
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(tree)
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attr, Propagation: unix.MS_PRIVATE}); err != nil {
+		return fmt.Errorf("mount_setattr: %w", err)
+	}
+	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount: %w", err)
+	}
+	return nil
 }
 
 // bindTree clones the tree at src recursively and mounts it at dst.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nanosandbox/nanosandbox-mcp/internal/gitguard"
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
@@ -41,6 +42,9 @@ type mountOp struct {
 	// because it lies in a tree the sandbox owns (a tmpfs it made, or the
 	// private home). Elsewhere a missing target is an error.
 	Make bool `json:"mk,omitempty"`
+	// Link marks a protected symlink, bound onto itself (a .git, hooks or
+	// config symlink of a repository): it cannot be removed or replaced.
+	Link bool `json:"l,omitempty"`
 }
 
 func depth(p string) int {
@@ -258,4 +262,61 @@ func homeDirs(p *policy.Policy, fsys fsInfo) []string {
 		add("/home/" + n)
 	}
 	return out
+}
+
+// planCall completes the static plan with this call's carve-outs:
+// --read-only grants inside writable roots and the git protections, each
+// with pins on every directory between it and its writable root, so that
+// no directory above a carve-out can be renamed or removed (mv .git
+// .git.old would take the carve-outs with it).
+func planCall(p *policy.Policy, sp staticPlan, git []mountOp, fsys fsInfo) []mountOp {
+	ops := append([]mountOp(nil), sp.ops...)
+	var carve []mountOp
+	for _, g := range p.Grants {
+		if g.Writable {
+			continue
+		}
+		if root := rootAbove(sp.writable, g.Path); root != "" {
+			if exists, _, _ := fsys.Lstat(g.Path); exists {
+				carve = append(carve, mountOp{Kind: opProtect, Path: g.Path, Dir: g.Dir})
+			}
+		}
+	}
+	carve = append(carve, git...)
+	pinned := map[string]bool{}
+	for _, c := range carve {
+		root := rootAbove(sp.writable, c.Path)
+		if root == "" {
+			continue
+		}
+		for d := filepath.Dir(c.Path); d != root && policy.Within(d, root); d = filepath.Dir(d) {
+			if !pinned[d] {
+				pinned[d] = true
+				ops = append(ops, mountOp{Kind: opPin, Path: d, Dir: true})
+			}
+		}
+		ops = append(ops, c)
+	}
+	sortOps(ops)
+	return ops
+}
+
+// rootAbove returns the deepest writable root strictly above path, or "".
+func rootAbove(writable []string, path string) string {
+	root := ""
+	for _, w := range writable {
+		if w != path && policy.Within(path, w) && len(w) > len(root) {
+			root = w
+		}
+	}
+	return root
+}
+
+// gitOps turns a call's git protections into mount steps.
+func gitOps(prots []gitguard.Protection) []mountOp {
+	ops := make([]mountOp, 0, len(prots))
+	for _, pr := range prots {
+		ops = append(ops, mountOp{Kind: opProtect, Path: pr.Path, Dir: pr.Dir, Link: pr.Link})
+	}
+	return ops
 }

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nanosandbox/nanosandbox-mcp/internal/gitguard"
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
@@ -38,6 +39,7 @@ type osState struct {
 	landlock landlockRules
 	uid, gid int
 	cgroups  *cgroupTree // nil unless a limit is held by cgroup v2
+	guard    *gitguard.Guard
 
 	// A helper started ahead of the next call, when the server asked for
 	// one (keepSpare); spareStarting is closed when the one being started
@@ -72,7 +74,7 @@ func (s *Sandbox) prepare() error {
 		Writable: writable,
 		Devices:  []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"},
 	}
-	return nil
+	return s.startGuard()
 }
 
 func (s *Sandbox) dryRun() error {
@@ -86,16 +88,25 @@ func (s *Sandbox) run(ctx context.Context, c *Command) (Result, error) {
 
 func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, error) {
 	began := time.Now()
-	prots, gits, release, err := s.ph.plan(func() ([]protection, gitState, error) {
-		return gitProtections(s.pol, hostFS{})
-	})
+	// Git first: what a call may not change is fixed before it starts, and
+	// what it changed is judged once all of it is gone, before its result
+	// (and before anything else).
+	git, err := s.os.guard.Begin()
 	if err != nil {
-		return Result{}, err
+		return Result{}, &SetupError{Op: "git protection", Err: err.Error()}
 	}
-	defer release()
+	var gitNotes []string
+	gitEnded := false
+	endGit := func() {
+		if !gitEnded {
+			gitEnded = true
+			gitNotes = git.End()
+		}
+	}
+	defer endGit()
 
 	raw, err := json.Marshal(spec{
-		Ops:         planCall(s.pol, s.os.static, prots, hostFS{}),
+		Ops:         planCall(s.pol, s.os.static, gitOps(git.Protect), hostFS{}),
 		UID:         s.os.uid,
 		GID:         s.os.gid,
 		Dir:         s.pol.Workspace,
@@ -175,7 +186,8 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	// Everything that held the pipes died with the pid namespace: the
 	// readers reach EOF. (waitDelay bounds it should something not have.)
 	waitOutput(stdoutDone, stderrDone)
-	res.Notes = append(res.Notes, quarantineNested(gits, hostFS{})...)
+	endGit()
+	res.Notes = append(res.Notes, gitNotes...)
 	res.Duration = time.Since(began)
 	var cgo cgroupOutcome
 	if h.cg != nil {

@@ -30,9 +30,3 @@ func (s *Sandbox) run(context.Context, *Command) (Result, error) {
 }
 
 func childMain(string) {}
-
-func createPlaceholder(protection) (bool, error) { return false, ErrUnsupported }
-
-func removePlaceholder(protection) {}
-
-func quarantineNested(gitState, fsInfo) []string { return nil }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -81,7 +82,6 @@ type Sandbox struct {
 	pol  *policy.Policy
 	caps Capabilities
 	mech Mechanisms
-	ph   placeholders
 	os   osState // what the OS half prepared once
 }
 
@@ -128,4 +128,13 @@ func (s *Sandbox) Close() { s.close() }
 // process of the call is killed before Run returns.
 func (s *Sandbox) Run(ctx context.Context, c *Command) (Result, error) {
 	return s.run(ctx, c)
+}
+
+// unwrap returns the errno inside a *fs.PathError, or err.
+func unwrap(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
