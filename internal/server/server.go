@@ -295,6 +295,9 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
+	if n := gitRefusalNote(out.Stdout + "\n" + out.Stderr); n != "" {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSuffix(b.String(), "\n")}},
 		IsError: isError,

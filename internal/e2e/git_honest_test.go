@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// Protection must be invisible to honest git use: inside the sandbox, git
+// in an ordinary repository behaves as it does outside.
+
+// gitScript is what an agent runs every day; its output must match the
+// same script run on the host in a copy of the repository.
+const gitScript = `set -e
+git status --porcelain
+echo "status rc=$?"
+git diff HEAD
+git log --format=%s HEAD
+git show --format=%s --stat HEAD | head -3
+git reset -q HEAD && echo reset ok
+mkdir -p junk/deeper && touch junk/deeper/x && git clean -fdq && test ! -e junk && echo clean ok
+echo draft > untracked.txt
+git stash -u -q && test ! -e untracked.txt && git stash pop -q && cat untracked.txt
+git add -A && git commit -q -m "from the agent" && git show --name-only --format=%s HEAD
+git status --porcelain
+echo done`
+
+func TestGitHonestUse(t *testing.T) {
+	setup := func(e *env) {
+		e.write(filepath.Join(e.home, ".gitconfig"), identity, 0o644)
+		e.gitRepo()
+		e.git("-c", "user.name=Host", "-c", "user.email=host@example.com", "commit", "-q", "--allow-empty", "-m", "second")
+	}
+	// Outside: a copy of the same repository.
+	host := newEnv(t)
+	setup(host)
+	cmd := exec.Command("sh", "-c", gitScript)
+	cmd.Dir = host.ws
+	cmd.Env = append(append([]string(nil), host.vars...), "GIT_CEILING_DIRECTORIES="+filepath.Dir(host.ws))
+	wantB, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("outside: %v\n%s", err, wantB)
+	}
+	want := string(wantB)
+	if !strings.Contains(want, "from the agent\nuntracked.txt\n") || !strings.HasSuffix(want, "done\n") {
+		t.Fatalf("the script does not do what it should even outside:\n%s", want)
+	}
+
+	t.Run("one-shot", func(t *testing.T) {
+		e := newEnv(t)
+		setup(e)
+		got := e.mustAllow(nil, gitScript)
+		if got != want {
+			t.Errorf("inside:\n%s\noutside:\n%s", got, want)
+		}
+	})
+	t.Run("mcp", func(t *testing.T) {
+		e := newEnv(t)
+		setup(e)
+		s := e.serve()
+		res, out := s.sh(t, gitScript+" 2>&1")
+		if out.ExitCode != 0 || out.Stdout != want {
+			t.Errorf("inside: %s\noutside:\n%s", text(res), want)
+		}
+		if strings.Contains(text(res), "note:") {
+			t.Errorf("honest use got a note: %s", text(res))
+		}
+		// The host sees the commit, and nothing the sandbox added.
+		if st := e.git("status", "--porcelain", "--ignored"); st != "" {
+			t.Errorf("the host's git status after the calls: %q", st)
+		}
+		if got := strings.TrimSpace(e.git("log", "-1", "--format=%s")); got != "from the agent" {
+			t.Errorf("the host's last commit: %q", got)
+		}
+	})
+}
+
+func TestGitNestedRepositoriesStayUsable(t *testing.T) {
+	e := newEnv(t)
+	e.write(filepath.Join(e.home, ".gitconfig"), identity, 0o644)
+	e.gitRepo()
+	s := e.serve()
+	res, out := s.sh(t, `git init -q sub && echo s > sub/f && git -C sub add f && git -C sub commit -q -m s &&
+mkdir a && git -C a init -q && echo a > a/f && git -C a add f && git -C a commit -q -m a && git clone -q ./a ./b && echo made`)
+	if out.Stdout != "made\n" || strings.Contains(text(res), "note:") {
+		t.Fatalf("making nested repositories: %s", text(res))
+	}
+	res, out = s.sh(t, `git -C sub status --porcelain && echo t >> sub/f && git -C sub commit -qam t && git -C sub log --format=%s | head -1 &&
+git -C b pull -q && git -C b log --format=%s && echo ok`)
+	if out.Stdout != "t\na\nok\n" {
+		t.Errorf("using them in the next call: %s", text(res))
+	}
+	// Trusted now: protected like the workspace's own.
+	res, out = s.sh(t, `git -C sub config core.fsmonitor x`)
+	if out.ExitCode == 0 || !strings.Contains(text(res), "read-only inside the sandbox") {
+		t.Errorf("a nested repository's config after it was trusted: %s", text(res))
+	}
+}
+
+func TestGitSubmoduleWork(t *testing.T) {
+	e := newEnv(t)
+	e.write(filepath.Join(e.home, ".gitconfig"), identity, 0o644)
+	lib := filepath.Join(e.home, "lib")
+	for _, args := range [][]string{{"init", "-q", lib}, {"-C", lib, "commit", "-q", "--allow-empty", "-m", "lib"}} {
+		e.git(args...)
+	}
+	e.gitRepo()
+	e.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
+	e.git("commit", "-q", "-m", "add lib")
+	s := e.serve()
+	res, out := s.sh(t, `git submodule status >/dev/null && echo x > lib/new && git -C lib add new && git -C lib commit -q -m inside && git add lib && git commit -q -m bump && git status --porcelain && echo ok`)
+	if out.Stdout != "ok\n" {
+		t.Errorf("committing in a submodule: %s", text(res))
+	}
+}
+
+// A workspace with no repository has no .git after a call, and tools that
+// look for one (go build stamps the VCS revision) work.
+func TestGitNoRepositoryNoTrace(t *testing.T) {
+	e := newEnv(t)
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		t.Skipf("needs the go tool at %s", goBin)
+	}
+	e.write("go.mod", "module example.com/x\n\ngo 1.22\n", 0o644)
+	e.write("main.go", "package main\n\nfunc main() {}\n", 0o644)
+	res := e.mustAllow(nil, `ls -a; `+goBin+` build -o /tmp/x . && echo built`)
+	if !strings.Contains(res, "built") {
+		t.Errorf("go build: %s", res)
+	}
+	if strings.Contains(res, ".git") || strings.Contains(res, "HEAD") {
+		t.Errorf("the workspace shows an entry of the sandbox's: %s", res)
+	}
+	ents, _ := os.ReadDir(e.ws)
+	for _, en := range ents {
+		if en.Name() != "README" && en.Name() != "go.mod" && en.Name() != "main.go" {
+			t.Errorf("left in the workspace: %s", en.Name())
+		}
+	}
+}

@@ -1,0 +1,22 @@
+package server
+
+import "testing"
+
+func TestGitRefusalNote(t *testing.T) {
+	for _, tt := range []struct {
+		out  string
+		note bool
+	}{
+		{"error: could not write config file /w/.git/config: Device or resource busy", true},
+		{"error: could not lock config file .git/config: Read-only file system", true},
+		{"sh: 1: cannot create .git/hooks/pre-commit: Read-only file system", true},
+		{"cp: cannot create regular file '.git/hooks/pre-push': Read-only file system", true},
+		{"sh: 1: cannot create /etc/passwd: Read-only file system", false},
+		{"fatal: not a git repository", false},
+		{"", false},
+	} {
+		if got := gitRefusalNote(tt.out) != ""; got != tt.note {
+			t.Errorf("%q: note %v, want %v", tt.out, got, tt.note)
+		}
+	}
+}
