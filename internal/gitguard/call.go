@@ -163,7 +163,9 @@ func (c *Call) End() []string {
 			failed := ""
 			for _, v := range vs {
 				note, ok := g.neutralize(cand, v)
-				notes = append(notes, note)
+				if note != "" {
+					notes = append(notes, note)
+				}
 				if !ok {
 					failed = v.why
 				}
@@ -222,13 +224,13 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				continue // the user's own, or nothing there
 			}
 			// Never read to tell: whatever is there, the note is the same.
-			return []verdict{{why: "it leads outside the writable roots", whole: true}}
+			return []verdict{{why: "it points outside the writable roots, where the sandbox cannot tell what the user's own git would run", whole: true}}
 		}
 		var why string
 		switch {
 		case e.odd != "":
 			g.logf("git guard: %s: %s", e.path, e.odd)
-			why = "its " + g.name(e) + " cannot be read safely"
+			why = "its " + g.name(e) + " cannot be read safely, so what it does is unknown"
 		case e.role == roleCommondir && e.id.exists() && !newCand:
 			why = "its " + g.name(e) + " now moves its config and hooks elsewhere"
 		case e.role == roleConfig && e.content != nil:
@@ -243,6 +245,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		if why == "" {
 			continue
 		}
+		why += ", which the user's own git would run outside the sandbox"
 		if newCand || e.role == roleEntry || e.role == roleGitdir {
 			return []verdict{{why: why, whole: true}}
 		}
@@ -261,7 +264,7 @@ func (g *Guard) listFor(e element) lister {
 
 // name says what e is, as the model sees it.
 func (g *Guard) name(e element) string {
-	_, _, s := g.place(e.path)
+	s := g.show(e.path)
 	switch e.role {
 	case roleHooks:
 		return "hooks directory " + s
@@ -275,6 +278,25 @@ func (g *Guard) name(e element) string {
 	return s
 }
 
+// show names a path as the model sees it: relative to the first root
+// (the workspace) when inside it, else where commands see it.
+func (g *Guard) show(path string) string {
+	_, _, s := g.place(path)
+	if s == "" {
+		return path
+	}
+	if len(g.cfg.Roots) > 0 {
+		ws := g.cfg.Roots[0].Sandbox
+		if ws == "" {
+			ws = g.cfg.Roots[0].Host
+		}
+		if rel, err := filepath.Rel(ws, s); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return s
+}
+
 // neutralize moves aside what v names, and says so.
 func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 	target := v.el.path
@@ -284,14 +306,17 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 			target = filepath.Join(cand.entry, "HEAD")
 		}
 	}
-	kind, root, sandbox := g.place(target)
+	kind, root, _ := g.place(target)
 	if kind != inside || target == "" {
-		return fmt.Sprintf("%s: %s; the user's git would run it, and the sandbox cannot move it aside: tell the user", sandbox, v.why), false
+		return fmt.Sprintf("git: %s: %s; the sandbox cannot move it aside: tell the user", g.show(target), v.why), false
+	}
+	if id, err := lstatIdent(target); err == nil && !id.exists() {
+		return "", true // moved with what held it, in this round
 	}
 	moved, err := renameAside(root, target)
 	if err != nil {
 		g.logf("git guard: move aside %s: %v", target, err)
-		return fmt.Sprintf("%s: %s, which the user's git would run; moving it aside failed, so tell the user not to run git there until it is removed", sandbox, v.why), false
+		return fmt.Sprintf("git: %s: %s; moving it aside failed, so tell the user not to run git there until it is removed", g.show(target), v.why), false
 	}
 	if v.whole && !cand.bare {
 		// A .git directory renamed is still a directory git would take
@@ -300,16 +325,8 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 			renameAside(root, filepath.Join(moved, "HEAD"))
 		}
 	}
-	_, _, movedSandbox := g.place(moved)
-	what := "it"
-	if v.whole {
-		what = "the repository"
-		if cand.bare {
-			what = "the repository's HEAD"
-		}
-	}
 	g.logf("git guard: moved %s aside to %s: %s", target, moved, v.why)
-	return fmt.Sprintf("%s was moved to %s: %s, which the user's git would run (%s can be inspected there)", sandbox, filepath.Base(movedSandbox), v.why, what), true
+	return fmt.Sprintf("git: moved %s aside to %s: %s", g.show(target), g.show(moved), v.why), true
 }
 
 // trustedSet is every trusted element, by its key.

@@ -22,10 +22,10 @@ func TestEndMakesPlantedRepositoriesHarmless(t *testing.T) {
 		{name: "new nested repository with fsmonitor",
 			setup:  "git init -q",
 			attack: `git init -q sub && git -C sub config core.fsmonitor "$PWN"`,
-			dirs:   []string{"sub"}, note: "sub/.git was moved to .git.quarantined-by-nanosandbox: its config"},
+			dirs:   []string{"sub"}, note: "git: moved sub/.git aside to sub/.git.quarantined-by-nanosandbox: its config sub/.git/config sets core.fsmonitor"},
 		{name: "a repository where there was none",
 			attack: `git init -q && git config core.fsmonitor "$PWN"`,
-			dirs:   []string{"."}, note: "/.git was moved to"},
+			dirs:   []string{"."}, note: "moved .git aside"},
 		{name: "a hook in a new repository",
 			attack: `git init -q && printf '#!/bin/sh\n%s\n' "$PWN" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`,
 			dirs:   []string{"."}, note: "holds pre-commit"},
@@ -33,25 +33,25 @@ func TestEndMakesPlantedRepositoriesHarmless(t *testing.T) {
 			setup: "git init -q",
 			attack: `git init -q x && git -C x config core.fsmonitor "$PWN" && mv x/.git realgit && rmdir x 2>/dev/null; rm -rf x;
 mkdir sub && ln -s ../realgit sub/.git`,
-			dirs: []string{"sub"}, note: "sub/.git was moved to"},
+			dirs: []string{"sub"}, note: "moved sub/.git aside"},
 		{name: "a submodule of a submodule",
 			setup:  "git init -q",
 			attack: `mkdir -p a/b/c && git init -q a && git init -q a/b && git init -q a/b/c && git -C a/b/c config core.fsmonitor "$PWN"`,
-			dirs:   []string{"a/b/c"}, note: "a/b/c/.git was moved"},
+			dirs:   []string{"a/b/c"}, note: "moved a/b/c/.git aside"},
 		{name: "gitfile into a separate git directory",
 			setup:  "git init -q",
 			attack: `mkdir .cache && git init -q --separate-git-dir="$PWD/.cache/g" sub && git -C sub config core.fsmonitor "$PWN"`,
-			dirs:   []string{"sub"}, note: "sub/.git was moved"},
+			dirs:   []string{"sub"}, note: "moved sub/.git aside"},
 		{name: "commondir of the user's repository",
 			setup:  "git init -q",
 			attack: `git init -q --bare .e && git -C .e config core.bare false && git -C .e config core.fsmonitor "$PWN" && echo ../.e > .git/commondir`,
-			dirs:   []string{"."}, note: ".git/commondir was moved to commondir.quarantined-by-nanosandbox"},
+			dirs:   []string{"."}, note: "moved .git/commondir aside to .git/commondir.quarantined-by-nanosandbox"},
 		{name: "commondir in a new repository",
 			attack: `git init -q --bare .e && git -C .e config core.bare false && git -C .e config core.fsmonitor "$PWN" && git init -q && echo ../.e > .git/commondir`,
-			dirs:   []string{"."}, note: "/.git was moved to"},
+			dirs:   []string{"."}, note: "moved .git aside"},
 		{name: "the workspace made a bare repository",
 			attack: `git init -q --bare . && git config -f config core.bare false && git config -f config core.worktree "$PWD" && git config -f config core.fsmonitor "$PWN"`,
-			dirs:   []string{"."}, note: "HEAD was moved to HEAD.quarantined-by-nanosandbox"},
+			dirs:   []string{"."}, note: "moved HEAD aside to HEAD.quarantined-by-nanosandbox"},
 		{name: "comment ending in a backslash",
 			attack: `git init -q && printf '# c \\\n[core]\n\tfsmonitor = "%s"\n' "$PWN" >> .git/config`,
 			dirs:   []string{"."}, note: "sets core.fsmonitor"},
@@ -218,7 +218,7 @@ func TestOutsideRedirectsRevealNothing(t *testing.T) {
 	f.start()
 	a := f.call(`mkdir a && printf 'gitdir: %s\n' ` + secret + `/.git > a/.git`)
 	b := f.call(`mkdir b && printf 'gitdir: %s\n' ` + secret + `/nothing > b/.git`)
-	norm := func(n []string) string { return strings.NewReplacer("/a/", "/X/", "/b/", "/X/").Replace(strings.Join(n, "\n")) }
+	norm := func(n []string) string { return strings.NewReplacer("a/.git", "X/.git", "b/.git", "X/.git").Replace(strings.Join(n, "\n")) }
 	if len(a) == 0 || norm(a) != norm(b) {
 		t.Errorf("the notes tell an existing git directory outside from a missing one:\n%q\n%q", a, b)
 	}
@@ -239,7 +239,7 @@ mkfifo .git/index.fifo && truncate -s 1500M .git/big && ln -sf /dev/zero .git/in
 	}
 	all := strings.Join(notes, "\n")
 	for _, p := range []string{"a/.git", "b/.git", "c/.git", "d/.git", "e/.git"} {
-		if !strings.Contains(all, "/"+p+" was moved") {
+		if !strings.Contains(all, "moved "+p+" aside") {
 			t.Errorf("%s not moved aside: %q", p, notes)
 		}
 	}
@@ -290,11 +290,11 @@ func TestConcurrentCalls(t *testing.T) {
 			t.Errorf("a repository made during another call is protected as trusted: %s", p.Path)
 		}
 	}
-	if n := strings.Join(a.End(), "\n"); !strings.Contains(n, "evil/.git was moved") {
+	if n := strings.Join(a.End(), "\n"); !strings.Contains(n, "moved evil/.git aside") {
 		t.Errorf("first end: %q", n)
 	}
 	f.sh(`git -C plain config core.pager "$PWN"`) // b's command arms the harmless one
-	if n := strings.Join(b.End(), "\n"); !strings.Contains(n, "plain/.git was moved") {
+	if n := strings.Join(b.End(), "\n"); !strings.Contains(n, "moved plain/.git aside") {
 		t.Errorf("second end: %q", n)
 	}
 	if f.userGit("plain", "evil") {

@@ -43,6 +43,7 @@ type node struct {
 	parent   *node
 	children map[string]*node
 	flags    uint8
+	cands    []candidate // what it adds to tree.cands
 	wd       int32
 	dev, ino uint64
 }
@@ -113,10 +114,24 @@ func (t *tree) visit(path string, fd int, id ident, flags, parentFlags uint8, _ 
 	}
 	t.nodes[path] = n
 	t.wds[n.wd] = append(t.wds[n.wd], n)
-	for _, c := range candidatesOf(path, flags, parentFlags) {
+	t.setCands(n)
+	return nil
+}
+
+// setCands recomputes what n adds to the candidates, from its markers and
+// its parent's (a .git directory is its parent's entry, not a bare one).
+func (t *tree) setCands(n *node) {
+	for _, c := range n.cands {
+		delete(t.cands, c)
+	}
+	var pf uint8
+	if n.parent != nil {
+		pf = n.parent.flags
+	}
+	n.cands = candidatesOf(n.path, n.flags, pf)
+	for _, c := range n.cands {
 		t.cands[c] = true
 	}
-	return nil
 }
 
 // pump reads events as they come, so the kernel's queue (16384 events by
@@ -248,12 +263,8 @@ func (t *tree) refresh() error {
 		}
 	}
 	for n := range dirty {
-		if t.nodes[n.path] != n {
-			continue
-		}
-		t.reflag(n)
-		if c := n.children[".git"]; c != nil {
-			t.reflag(c)
+		if t.nodes[n.path] == n {
+			t.reflag(n)
 		}
 	}
 	// A root that did not exist (or went away and came back).
@@ -276,16 +287,10 @@ func (t *tree) reflag(n *node) {
 			flags |= bit
 		}
 	}
-	var pf uint8
-	if n.parent != nil {
-		pf = n.parent.flags
-	}
-	for _, c := range candidatesOf(n.path, n.flags, pf) {
-		delete(t.cands, c)
-	}
 	n.flags = flags
-	for _, c := range candidatesOf(n.path, flags, pf) {
-		t.cands[c] = true
+	t.setCands(n)
+	if c := n.children[".git"]; c != nil {
+		t.setCands(c)
 	}
 }
 
@@ -297,14 +302,10 @@ func (t *tree) remove(n *node) {
 	if t.nodes[n.path] == n {
 		delete(t.nodes, n.path)
 	}
-	var pf uint8
-	if n.parent != nil {
-		pf = n.parent.flags
-		if n.parent.children[filepath.Base(n.path)] == n {
-			delete(n.parent.children, filepath.Base(n.path))
-		}
+	if n.parent != nil && n.parent.children[filepath.Base(n.path)] == n {
+		delete(n.parent.children, filepath.Base(n.path))
 	}
-	for _, c := range candidatesOf(n.path, n.flags, pf) {
+	for _, c := range n.cands {
 		delete(t.cands, c)
 	}
 	ns := t.wds[n.wd]
