@@ -45,7 +45,7 @@ func TestGitHonestUse(t *testing.T) {
 		t.Fatalf("outside: %v\n%s", err, wantB)
 	}
 	want := string(wantB)
-	if !strings.Contains(want, "from the agent\nuntracked.txt\n") || !strings.HasSuffix(want, "done\n") {
+	if !strings.Contains(want, "from the agent\n\nuntracked.txt\n") || !strings.HasSuffix(want, "done\n") {
 		t.Fatalf("the script does not do what it should even outside:\n%s", want)
 	}
 
