@@ -264,7 +264,9 @@ func (t *tree) refresh() error {
 	}
 	for n := range dirty {
 		if t.nodes[n.path] == n {
-			t.reflag(n)
+			if err := t.reflag(n); err != nil {
+				return err
+			}
 		}
 	}
 	// A root that did not exist (or went away and came back).
@@ -279,7 +281,7 @@ func (t *tree) refresh() error {
 }
 
 // reflag reads a directory's markers again.
-func (t *tree) reflag(n *node) {
+func (t *tree) reflag(n *node) error {
 	var flags uint8
 	for name, bit := range markers {
 		var st unix.Stat_t
@@ -287,11 +289,33 @@ func (t *tree) reflag(n *node) {
 			flags |= bit
 		}
 	}
+	old := n.flags
 	n.flags = flags
 	t.setCands(n)
 	if c := n.children[".git"]; c != nil {
 		t.setCands(c)
 	}
+	if (old^flags)&hasHEAD == 0 {
+		return nil
+	}
+	// The object stores below a git directory are left out of the scan:
+	// follow HEAD coming or going.
+	for _, name := range []string{"objects", "lfs", "annex"} {
+		if c := n.children[name]; c != nil {
+			t.remove(c)
+		}
+		child := n.path + "/" + name
+		if skipChild(flags, name) || t.skip(child) {
+			continue
+		}
+		if id, err := lstatIdent(child); err == nil && id.isDir() {
+			w := &walker{skip: t.skip, visit: t.visit}
+			if err := w.walk(child, flags); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // remove forgets n and everything below it.
