@@ -218,7 +218,9 @@ func TestOutsideRedirectsRevealNothing(t *testing.T) {
 	f.start()
 	a := f.call(`mkdir a && printf 'gitdir: %s\n' ` + secret + `/.git > a/.git`)
 	b := f.call(`mkdir b && printf 'gitdir: %s\n' ` + secret + `/nothing > b/.git`)
-	norm := func(n []string) string { return strings.NewReplacer("a/.git", "X/.git", "b/.git", "X/.git").Replace(strings.Join(n, "\n")) }
+	norm := func(n []string) string {
+		return strings.NewReplacer("a/.git", "X/.git", "b/.git", "X/.git").Replace(strings.Join(n, "\n"))
+	}
 	if len(a) == 0 || norm(a) != norm(b) {
 		t.Errorf("the notes tell an existing git directory outside from a missing one:\n%q\n%q", a, b)
 	}
