@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if bigWS != "" {
+		os.RemoveAll(filepath.Dir(bigWS))
+	}
 	os.Exit(code)
 }
 
@@ -80,11 +83,14 @@ func BenchmarkCallTruePaced(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		time.Sleep(20 * time.Millisecond)
+		pause()
 		b.StartTimer()
 		call(b, cs, "true")
 	}
 }
+
+// pause is the time a model takes between two tool calls, at least.
+func pause() { time.Sleep(20 * time.Millisecond) }
 
 // BenchmarkCallTrue is one run_command round trip of `true`, sequential.
 func BenchmarkCallTrue(b *testing.B) {

@@ -330,8 +330,8 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 }
 
 // trustedSet is every trusted element, by its key.
-func (g *Guard) trustedSet() map[string]bool {
-	set := map[string]bool{}
+func (g *Guard) trustedSet() map[elementKey]bool {
+	set := map[elementKey]bool{}
 	for _, els := range g.trusted {
 		for _, e := range els {
 			set[e.key()] = true
@@ -340,10 +340,16 @@ func (g *Guard) trustedSet() map[string]bool {
 	return set
 }
 
-// key identifies an element in a state: role, path and what is there.
-func (e element) key() string {
-	return fmt.Sprintf("%d\x00%s\x00%v\x00%s", e.role, e.path, e.id, e.odd)
+// elementKey identifies an element in a state: role, path and what is
+// there.
+type elementKey struct {
+	role role
+	path string
+	id   ident
+	odd  string
 }
+
+func (e element) key() elementKey { return elementKey{e.role, e.path, e.id, e.odd} }
 
 func sortedKeys(m map[candidate][]element) []candidate {
 	out := make([]candidate, 0, len(m))

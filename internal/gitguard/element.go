@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // role is what a path is to the git directory that reads it.
@@ -73,6 +74,10 @@ type resolver struct {
 	// placeholder reports whether path is a stand-in the guard made, still
 	// as made: it counts as absent.
 	placeholder func(path string, id ident) bool
+	// dirs caches hooks listings; used marks those used since the last
+	// prune. Nil: no cache.
+	dirs map[string]cachedDir
+	used map[string]bool
 }
 
 // resolve returns the elements of c, in a stable order: its entry, its git
@@ -356,16 +361,46 @@ func (r *resolver) hooks(ro role, path string) (element, string) {
 		e.id = id
 		e.odd = "it is not a directory"
 	default:
+		// A listing is read again only when the directory changed: its
+		// times move with every entry added, removed or renamed (a second
+		// of settling covers coarse timestamps).
+		if c, ok := r.dirs[path]; ok && c.id == id && time.Now().UnixNano()-id.Ctime > int64(time.Second) {
+			r.used[path] = true
+			e.id, e.entries = c.id, c.ents
+			e.id.Sum = listingSum(c.ents)
+			break
+		}
 		ents, did, err := listDir(path, maxHooks)
 		if err != nil {
 			e.id = id
 			e.odd = err.Error()
 			break
 		}
-		e.id = ident{Kind: did.Kind, Dev: did.Dev, Ino: did.Ino, Sum: listingSum(ents)}
-		e.entries = ents
+		did.Size = 0 // a directory's size says nothing more than its listing
+		if r.dirs != nil {
+			r.dirs[path] = cachedDir{id: did, ents: ents}
+			r.used[path] = true
+		}
+		e.id, e.entries = did, ents
+		e.id.Sum = listingSum(ents)
 	}
 	return e, ""
+}
+
+// cachedDir is a listing, and the directory's state when it was read.
+type cachedDir struct {
+	id   ident
+	ents []dirEntry
+}
+
+// prune forgets listings not used since the last prune.
+func (r *resolver) prune() {
+	for p := range r.dirs {
+		if !r.used[p] {
+			delete(r.dirs, p)
+		}
+	}
+	r.used = map[string]bool{}
 }
 
 // configPath resolves a path from a config value as git does: "~/" is the

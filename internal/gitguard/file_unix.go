@@ -89,8 +89,8 @@ type dirEntry struct {
 	id   ident
 }
 
-// listDir lists the directory at path, with what each entry is, sorted by
-// name. More than max entries is odd.
+// listDir lists the directory at path, with the type of each entry (from
+// the directory itself), sorted by name. More than max entries is odd.
 func listDir(path string, max int) ([]dirEntry, ident, error) {
 	fd, err := openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	if err != nil {
@@ -102,33 +102,45 @@ func listDir(path string, max int) ([]dirEntry, ident, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, ident{}, fmt.Errorf("fstat %q: %w", path, err)
 	}
-	names, err := f.Readdirnames(max + 1)
+	ents, err := f.ReadDir(max + 1)
 	if err != nil && err != io.EOF {
 		return nil, ident{}, fmt.Errorf("read directory %q: %w", path, err)
 	}
-	if len(names) > max {
+	if len(ents) > max {
 		return nil, ident{}, fmt.Errorf("%w: %s has more than %d entries", errOdd, path, max)
 	}
-	sort.Strings(names)
-	out := make([]dirEntry, 0, len(names))
-	for _, n := range names {
-		var est unix.Stat_t
-		if err := unix.Fstatat(fd, n, &est, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue
-			}
-			return nil, ident{}, fmt.Errorf("lstat %q: %w", filepath.Join(path, n), err)
-		}
-		out = append(out, dirEntry{name: n, id: identOf(&est)})
+	out := make([]dirEntry, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, dirEntry{name: e.Name(), id: ident{Kind: uint32(modeKind(e.Type()))}})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, identOf(&st), nil
+}
+
+// modeKind maps a directory entry's type to S_IFMT bits.
+func modeKind(m os.FileMode) uint32 {
+	switch {
+	case m.IsDir():
+		return unix.S_IFDIR
+	case m&os.ModeSymlink != 0:
+		return unix.S_IFLNK
+	case m&os.ModeNamedPipe != 0:
+		return unix.S_IFIFO
+	case m&os.ModeSocket != 0:
+		return unix.S_IFSOCK
+	case m&os.ModeCharDevice != 0:
+		return unix.S_IFCHR
+	case m&os.ModeDevice != 0:
+		return unix.S_IFBLK
+	}
+	return unix.S_IFREG
 }
 
 // listingSum digests a listing: names and what each is.
 func listingSum(ents []dirEntry) uint64 {
 	h := fnv.New64a()
 	for _, e := range ents {
-		fmt.Fprintf(h, "%s\x00%d %d %d %d %d %d\x00", e.name, e.id.Kind, e.id.Dev, e.id.Ino, e.id.Size, e.id.Mtime, e.id.Ctime)
+		fmt.Fprintf(h, "%s\x00%d\x00", e.name, e.id.Kind)
 	}
 	return h.Sum64()
 }

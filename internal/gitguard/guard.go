@@ -96,7 +96,8 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Git != "" {
 		g.list = gitLister(cfg.Git)
 	}
-	g.res = resolver{home: cfg.Home, list: g.listCached, placeholder: g.ph.pristine}
+	g.res = resolver{home: cfg.Home, list: g.listCached, placeholder: g.ph.pristine,
+		dirs: map[string]cachedDir{}, used: map[string]bool{}}
 	for _, f := range cfg.GlobalConfigs {
 		e, _ := g.res.config(f)
 		if e.content == nil {
@@ -281,6 +282,7 @@ func (g *Guard) resolveAll() map[candidate][]element {
 			delete(g.listings, p)
 		}
 	}
+	g.res.prune()
 	return out
 }
 

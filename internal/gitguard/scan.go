@@ -14,7 +14,7 @@ import (
 
 // What a directory holds that makes it a place where git finds a
 // repository: a .git entry of any kind, or (for git to take the directory
-// itself for a git directory) HEAD with objects/, refs/ or commondir.
+// itself for a git directory) HEAD with objects/ and refs/, or commondir.
 const (
 	hasDotgit uint8 = 1 << iota
 	hasHEAD
@@ -33,8 +33,11 @@ func candidatesOf(dir string, flags uint8, parentFlags uint8) []candidate {
 	if flags&hasDotgit != 0 {
 		out = append(out, candidate{entry: filepath.Join(dir, ".git")})
 	}
-	if flags&hasHEAD != 0 && flags&(hasObjects|hasRefs|hasCommondir) != 0 &&
-		!(filepath.Base(dir) == ".git" && parentFlags&hasDotgit != 0) {
+	// As git's is_git_directory: HEAD, and objects/ and refs/ here or in
+	// the directory commondir names. (HEAD with refs/ alone is a reflog
+	// directory, .git/logs.)
+	gitLike := flags&hasHEAD != 0 && (flags&hasObjects != 0 && flags&hasRefs != 0 || flags&hasCommondir != 0)
+	if gitLike && !(filepath.Base(dir) == ".git" && parentFlags&hasDotgit != 0) {
 		out = append(out, candidate{entry: dir, bare: true})
 	}
 	return out
