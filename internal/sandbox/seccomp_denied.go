@@ -21,8 +21,21 @@ func reviewedArch(auditArch uint32, x32 bool, maxSyscall uint32) *seccompArch {
 		socket:      unix.SYS_SOCKET,
 		socketpair:  unix.SYS_SOCKETPAIR,
 
-		denied: deniedSyscalls,
+		openat2: unix.SYS_OPENAT2,
+		denied:  append([]uint32(nil), deniedSyscalls...),
+		modes:   append([]modeCall(nil), modeCalls...),
 	}
+}
+
+// modeCalls are the syscalls both reviewed architectures have that set a
+// file mode (the arch files add amd64's older ones).
+var modeCalls = []modeCall{
+	{nr: unix.SYS_FCHMOD, mode: 1, flags: -1},
+	{nr: unix.SYS_FCHMODAT, mode: 2, flags: -1},
+	{nr: unix.SYS_FCHMODAT2, mode: 2, flags: -1},
+	{nr: unix.SYS_MKDIRAT, mode: 2, flags: -1},
+	{nr: unix.SYS_MKNODAT, mode: 2, flags: -1},
+	{nr: unix.SYS_OPENAT, mode: 3, flags: 2},
 }
 
 // deniedSyscalls are refused with EPERM whatever their arguments, on every
