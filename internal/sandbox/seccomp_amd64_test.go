@@ -12,3 +12,14 @@ var archModeCalls = []seccompModeCall{
 	{"creat", unix.SYS_CREAT, 1, -1},
 	{"open", unix.SYS_OPEN, 2, 1},
 }
+
+// archDenied are amd64's own denials.
+var archDenied = []seccompSyscall{
+	{"modify_ldt", unix.SYS_MODIFY_LDT},
+	{"iopl", unix.SYS_IOPL},
+	{"ioperm", unix.SYS_IOPERM},
+	{"uselib", unix.SYS_USELIB},
+	{"ustat", unix.SYS_USTAT},
+	{"sysfs", unix.SYS_SYSFS},
+	{"_sysctl", unix.SYS__SYSCTL},
+}

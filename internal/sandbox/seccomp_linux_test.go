@@ -119,11 +119,9 @@ func mustSeccompProgram(t *testing.T) []unix.SockFilter {
 }
 
 // seccompDenied is every syscall that fails with EPERM whatever its
-// arguments, listed here apart from the tables under test.
-var seccompDenied = []struct {
-	name string
-	nr   uint32
-}{
+// arguments, listed here apart from the tables under test (archDenied adds
+// the architecture's own).
+var seccompDenied = append([]seccompSyscall{
 	{"setns", unix.SYS_SETNS},
 	{"ptrace", unix.SYS_PTRACE},
 	{"process_vm_readv", unix.SYS_PROCESS_VM_READV},
@@ -165,6 +163,28 @@ var seccompDenied = []struct {
 	{"quotactl", unix.SYS_QUOTACTL},
 	{"quotactl_fd", unix.SYS_QUOTACTL_FD},
 	{"lookup_dcookie", unix.SYS_LOOKUP_DCOOKIE},
+	{"syslog", unix.SYS_SYSLOG},
+	{"vhangup", unix.SYS_VHANGUP},
+	{"sethostname", unix.SYS_SETHOSTNAME},
+	{"setdomainname", unix.SYS_SETDOMAINNAME},
+	{"clock_settime", unix.SYS_CLOCK_SETTIME},
+	{"settimeofday", unix.SYS_SETTIMEOFDAY},
+	{"fanotify_init", unix.SYS_FANOTIFY_INIT},
+	{"memfd_secret", unix.SYS_MEMFD_SECRET},
+	{"get_mempolicy", unix.SYS_GET_MEMPOLICY},
+	{"set_mempolicy", unix.SYS_SET_MEMPOLICY},
+	{"set_mempolicy_home_node", unix.SYS_SET_MEMPOLICY_HOME_NODE},
+	{"mbind", unix.SYS_MBIND},
+	{"migrate_pages", unix.SYS_MIGRATE_PAGES},
+	{"move_pages", unix.SYS_MOVE_PAGES},
+	{"process_madvise", unix.SYS_PROCESS_MADVISE},
+	{"lsm_set_self_attr", unix.SYS_LSM_SET_SELF_ATTR},
+}, archDenied...)
+
+// seccompSyscall names a syscall number.
+type seccompSyscall struct {
+	name string
+	nr   uint32
 }
 
 // seccompModeCall is a syscall that sets a file mode: its mode argument and,
@@ -510,6 +530,8 @@ func TestSeccompInstall(t *testing.T) {
 		ws       unix.Winsize
 		fds      [2]int32
 		ioParams [120]byte // struct io_uring_params
+		policy   int32
+		ts       unix.Timespec
 	)
 	src, dst, fstype := seccompCString("none"), seccompCString("/nonexistent-nanosandbox-test"), seccompCString("tmpfs")
 	dir := t.TempDir() // under the filter, which refuses nothing TempDir needs
@@ -576,6 +598,10 @@ func TestSeccompInstall(t *testing.T) {
 		{"openat no O_CREAT, mode ignored", sysFdResult(unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(created)), unix.O_RDONLY|unix.O_CLOEXEC, 0o4755, 0, 0)), nil},
 		{"mknodat setuid", sysResult(unix.Syscall6(unix.SYS_MKNODAT, atFDCWD, uintptr(unsafe.Pointer(node)), unix.S_IFREG|0o4755, 0, 0, 0)), unix.EPERM},
 		{"openat2", sysFdResult(unix.Syscall(unix.SYS_OPENAT2, atFDCWD, uintptr(unsafe.Pointer(created)), 0)), unix.ENOSYS},
+		{"fanotify_init", sysFdResult(unix.Syscall(unix.SYS_FANOTIFY_INIT, unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID, unix.O_RDONLY, 0)), unix.EPERM},
+		{"get_mempolicy", sysResult(unix.Syscall6(unix.SYS_GET_MEMPOLICY, uintptr(unsafe.Pointer(&policy)), 0, 0, 0, 0, 0)), unix.EPERM},
+		{"set_mempolicy MPOL_DEFAULT", sysResult(unix.Syscall(unix.SYS_SET_MEMPOLICY, 0, 0, 0)), unix.EPERM},
+		{"clock_settime CLOCK_MONOTONIC", sysResult(unix.Syscall(unix.SYS_CLOCK_SETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ts)), 0)), unix.EPERM}, // EINVAL
 		{"above reviewed", sysResult(unix.Syscall(reviewedMaxSyscall+1, 0, 0, 0)), unix.ENOSYS},
 		{"syscall -1", sysResult(unix.Syscall(^uintptr(0), 0, 0, 0)), unix.ENOSYS},
 	} {

@@ -113,6 +113,11 @@ func main() {
 			os.Exit(1)
 		}
 		err = setMode(arg(1), arg(2), mode)
+	case "syscall":
+		err = syscallByName(arg(1))
+	case "syscalls":
+		fmt.Println(strings.Join(syscallNames(), " "))
+		os.Exit(0)
 	case "setcap":
 		err = setFileCaps(arg(1))
 	case "setxattr-user":
