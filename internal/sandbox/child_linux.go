@@ -211,6 +211,9 @@ func helperMain() {
 			fail(fmt.Errorf("write /proc/sys/kernel/pid_max %s: %w", pidMax, unwrap(err)))
 		}
 	}
+	if err := readOnlyProc(); err != nil { // after pid_max, the one sysctl written
+		fail(err)
+	}
 	// Nothing inherited above the report pipe reaches the command.
 	if err := unix.CloseRange(reportFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		fail(fmt.Errorf("close_range: %w", err))
