@@ -169,6 +169,9 @@ func helperMain() {
 	if err := enterScratch(); err != nil {
 		fail(err)
 	}
+	if err := attachIdmapped(); err != nil { // a root caller's grants, before anything starts
+		fail(err)
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		fail(fmt.Errorf("pipe: %w", err))
