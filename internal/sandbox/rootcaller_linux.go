@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -72,7 +73,7 @@ const (
 // rootCaller is what the server keeps to run a root caller's commands.
 type rootCaller struct {
 	userns *os.File // a user namespace that maps 0 to rootCallerID: the grants' idmapping
-	paths  []string // host paths mounted idmapped, outermost only
+	paths  []string // host paths mounted idmapped, none inside another
 }
 
 // newRootCaller prepares the idmapping of p's grants, or refuses the policy.
@@ -87,10 +88,19 @@ func newRootCaller(p *policy.Policy) (*rootCaller, error) {
 	r := &rootCaller{userns: userns}
 	var idmapped []string
 	for _, g := range grantRoots(p) {
+		covered := false
+		for _, done := range idmapped {
+			covered = covered || policy.Within(g.path, done)
+		}
+		if covered {
+			continue // inside a recursive idmapped tree already
+		}
 		tree, err := r.tree(g.path)
 		if err != nil {
 			if !g.writable {
-				continue // read as another user would: nothing opens that root alone could
+				// Read as another user would: nothing opens that root
+				// alone could. Grants inside it are tried on their own.
+				continue
 			}
 			userns.Close()
 			return nil, &Refusal{
@@ -115,34 +125,27 @@ type grantRoot struct {
 	writable bool
 }
 
-// grantRoots lists p's grants and private home, leaving out those inside
-// another (a recursive idmapped tree covers them), outermost first.
+// grantRoots lists p's grants and private home, each path once (writable
+// if any grant of it is), shortest first: an outer path before those
+// inside it, which its recursive idmapped tree covers.
 func grantRoots(p *policy.Policy) []grantRoot {
-	var all []grantRoot
+	var out []grantRoot
+	add := func(path string, writable bool) {
+		for i := range out {
+			if out[i].path == path {
+				out[i].writable = out[i].writable || writable
+				return
+			}
+		}
+		out = append(out, grantRoot{path, writable})
+	}
 	for _, g := range p.Grants {
-		all = append(all, grantRoot{g.Path, g.Writable})
+		add(g.Path, g.Writable)
 	}
 	if p.PrivateHome != "" {
-		all = append(all, grantRoot{p.PrivateHome, true})
+		add(p.PrivateHome, true)
 	}
-	var out []grantRoot
-	for _, g := range all {
-		inside := false
-		for _, o := range all {
-			if o.path != g.path && policy.Within(g.path, o.path) {
-				inside = true
-			}
-		}
-		for i := range out {
-			if out[i].path == g.path {
-				out[i].writable = out[i].writable || g.writable
-				inside = true
-			}
-		}
-		if !inside {
-			out = append(out, g)
-		}
-	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].path) < len(out[j].path) })
 	return out
 }
 
@@ -163,6 +166,17 @@ func rootReachable(p *policy.Policy, idmapped []string) *Refusal {
 	if p.Home != "" && !p.HomeGranted {
 		made = append(made, p.Home)
 	}
+	var grants []string
+	for _, g := range p.Grants {
+		grants = append(grants, g.Path)
+	}
+	return unreachable(grants, made, idmapped)
+}
+
+// unreachable refuses the first of grants below a directory other users may
+// not enter, walking up from each to / but stopping at a tree the sandbox
+// makes (made) or an idmapped one, where rootCallerID is the owner.
+func unreachable(grants, made, idmapped []string) *Refusal {
 	within := func(path string, roots []string) bool {
 		for _, r := range roots {
 			if policy.Within(path, r) {
@@ -171,14 +185,14 @@ func rootReachable(p *policy.Policy, idmapped []string) *Refusal {
 		}
 		return false
 	}
-	for _, g := range p.Grants {
-		for dir := filepath.Dir(g.Path); ; dir = filepath.Dir(dir) {
+	for _, g := range grants {
+		for dir := filepath.Dir(g); ; dir = filepath.Dir(dir) {
 			if within(dir, made) || within(dir, idmapped) {
 				break
 			}
 			if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o001 == 0 {
 				return &Refusal{
-					Cause: fmt.Sprintf("running as root, commands run as uid %d on the host, which may not enter %s (mode %04o) on the way to %s", rootCallerID, dir, fi.Mode().Perm(), g.Path),
+					Cause: fmt.Sprintf("running as root, commands run as uid %d on the host, which may not enter %s (mode %04o) on the way to %s", rootCallerID, dir, fi.Mode().Perm(), g),
 					Fix:   fmt.Sprintf("let other users through it (chmod o+x %s), choose a path elsewhere, or run the server as a regular user", dir),
 				}
 			}
