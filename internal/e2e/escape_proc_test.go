@@ -170,3 +170,45 @@ func TestEscapeInheritedDescriptors(t *testing.T) {
 		check(t, out.Stdout)
 	})
 }
+
+// TestEscapeProcSys checks that /proc/sys is read-only inside, by its mount
+// and not only by Landlock: a root caller's command passes the owner check
+// on kernel.core_pattern, which would run a program of its choice as root
+// on the host at the next crash.
+func TestEscapeProcSys(t *testing.T) {
+	e := newEnv(t)
+	t.Run("mounted read-only", func(t *testing.T) {
+		e := e.in(t)
+		out := e.mustAllow(nil, `cat /proc/self/mountinfo`)
+		var opts []string
+		for _, line := range strings.Split(out, "\n") {
+			// id parent major:minor root mount-point options ...
+			if f := strings.Fields(line); len(f) > 5 && f[4] == "/proc/sys" {
+				opts = append(opts, f[5])
+			}
+		}
+		if len(opts) == 0 {
+			t.Fatalf("no mount at /proc/sys:\n%s", out)
+		}
+		if top := opts[len(opts)-1]; !slices.Contains(strings.Split(top, ","), "ro") {
+			t.Errorf("/proc/sys is mounted %q, want ro", top)
+		}
+	})
+	for _, tt := range []struct{ name, script string }{
+		{"core_pattern", `echo '|/bin/true' > /proc/sys/kernel/core_pattern`},
+		{"modprobe", `echo /bin/true > /proc/sys/kernel/modprobe`},
+		{"pid_max of the sandbox's pid namespace", `echo 4000000 > /proc/sys/kernel/pid_max`},
+		{"a sysctl of the sandbox's network namespace", `echo 1 > /proc/sys/net/ipv4/ip_forward`},
+		{"sysrq-trigger", `test -e /proc/sysrq-trigger || exit 1; echo h > /proc/sysrq-trigger`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e.in(t).mustDeny(nil, tt.script)
+		})
+	}
+	t.Run("readable", func(t *testing.T) {
+		e := e.in(t)
+		if out := e.mustAllow(nil, `cat /proc/sys/kernel/pid_max /proc/sys/kernel/osrelease`); len(strings.Fields(out)) != 2 {
+			t.Errorf("reading /proc/sys gave %q", out)
+		}
+	})
+}

@@ -75,6 +75,30 @@ func TestEscapeSyscalls(t *testing.T) {
 	})
 }
 
+// TestEscapeRefusedSyscalls makes the system calls that Docker's default
+// profile refuses and the sandbox refuses too, though the kernel lets an
+// unprivileged process make them: each must fail with EPERM inside, where on
+// the host it succeeds or fails otherwise.
+func TestEscapeRefusedSyscalls(t *testing.T) {
+	e := newEnv(t)
+	names, err := onHost(t, "syscalls")
+	if err != nil {
+		t.Fatalf("attack syscalls: %s, %v", names, err)
+	}
+	for _, name := range strings.Fields(names) {
+		t.Run(name, func(t *testing.T) {
+			host, _ := onHost(t, "syscall", name)
+			out, code := e.in(t).attack(nil, "syscall", name)
+			if code != 3 || out != "denied: operation not permitted" {
+				t.Errorf("%s: exit %d %q, want denied: operation not permitted (exit 3); on the host: %q", name, code, out, host)
+			}
+			if host == out {
+				t.Logf("%s fails with EPERM on the host too, as uid %d: only the filter's unit test tells the two apart", name, os.Getuid())
+			}
+		})
+	}
+}
+
 func TestEscapeInt80(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("the i386 int $0x80 entry exists only on amd64, not %s", runtime.GOARCH)

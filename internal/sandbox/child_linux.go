@@ -169,6 +169,9 @@ func helperMain() {
 	if err := enterScratch(); err != nil {
 		fail(err)
 	}
+	if err := attachIdmapped(); err != nil { // a root caller's grants, before anything starts
+		fail(err)
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		fail(fmt.Errorf("pipe: %w", err))
@@ -210,6 +213,9 @@ func helperMain() {
 		if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(pidMax), 0); err != nil {
 			fail(fmt.Errorf("write /proc/sys/kernel/pid_max %s: %w", pidMax, unwrap(err)))
 		}
+	}
+	if err := readOnlyProc(); err != nil { // after pid_max, the one sysctl written
+		fail(err)
 	}
 	// Nothing inherited above the report pipe reaches the command.
 	if err := unix.CloseRange(reportFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {

@@ -17,13 +17,21 @@
 //
 // Write protection inside the workspace covers git's hooks and config (see
 // plan.go), because the user's own git runs them later, outside any sandbox.
+// Nothing it leaves runs with more rights later either: the setuid and
+// setgid bits and file capabilities are refused (seccomp_linux.go).
+//
+// A root caller's command does not run as root on the host, which without
+// capabilities would still pass every owner check on root's files: it runs
+// as an unprivileged uid of its own, and reaches the granted paths, and only
+// those, as root, through idmapped mounts (rootcaller_linux.go).
 //
 // # Platform support
 //
 // Linux (amd64, arm64): user, mount, pid, net, ipc, uts and cgroup
 // namespaces built by a re-executed helper; the command runs in a nested user
-// namespace as the caller, with no capabilities, under Landlock (ABI 1+) and
-// a seccomp filter. See run_linux.go and child_linux.go.
+// namespace as the caller (a root caller's as another uid), with no
+// capabilities, under Landlock (ABI 1+) and a seccomp filter. See
+// run_linux.go and child_linux.go.
 //
 // macOS and every other OS: [ErrUnsupported] for now (#2 lands Linux first).
 //
@@ -32,5 +40,8 @@
 // Nothing fails open: a kernel without Landlock, without user namespaces, an
 // architecture without a reviewed seccomp filter, or a policy that needs a
 // mechanism the machine lacks is refused by [Capabilities.Refusal] before the
-// server starts, with the cause and the fix.
+// server starts, with the cause and the fix. So is, for a root caller, a
+// grant its commands could not reach as their own uid (a writable path on a
+// filesystem without idmapped mounts, a path below a directory other users
+// may not enter).
 package sandbox

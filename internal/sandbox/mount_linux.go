@@ -393,6 +393,36 @@ func buildProc() error {
 	return nil
 }
 
+// readOnlyProc binds /proc/sys, and /proc/sysrq-trigger where the kernel
+// has it, onto themselves read-only: Landlock's read-only / already refuses
+// writes there, and this is the second layer. It matters most for a root
+// caller, whose command would otherwise pass the owner check on sysctls
+// such as kernel.core_pattern (a program run as root on the host at the
+// next crash), and for every caller on the sysctls of the sandbox's own
+// network namespace. The helper calls it after the final pivot, once it has
+// written the one sysctl the sandbox sets (its pid namespace's pid_max).
+func readOnlyProc() error {
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger"} {
+		exists, dir, _ := hostFS{}.Lstat(p)
+		if !exists {
+			if p == "/proc/sys" {
+				return &SetupError{Op: "bind " + p + " read-only", Err: "no such directory"}
+			}
+			continue // a kernel without CONFIG_MAGIC_SYSRQ
+		}
+		tree, err := cloneTree(p, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, true)
+		if err != nil {
+			return &SetupError{Op: "bind " + p + " read-only", Err: err.Error()}
+		}
+		err = attach(tree, p, dir, false)
+		unix.Close(tree)
+		if err != nil {
+			return &SetupError{Op: "bind " + p + " read-only", Err: err.Error()}
+		}
+	}
+	return nil
+}
+
 // buildDev replaces the host's /dev with a minimal one: a few devices bound
 // from the host, a private devpts and a private /dev/shm.
 func buildDev(tmpBytes int64) error {

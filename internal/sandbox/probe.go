@@ -25,6 +25,9 @@ type Capabilities struct {
 	// PidNSMax reports a per-namespace pid_max (Linux 6.14+), which limits
 	// processes where RLIMIT_NPROC cannot (a root caller).
 	PidNSMax bool
+	// Identity says whom commands run as on the host; empty where it is
+	// not known.
+	Identity string
 }
 
 // Refusal is a reason this machine cannot hold the policy, with the fix.
@@ -81,6 +84,9 @@ func (c Capabilities) Report() string {
 		return "MISSING " + bad
 	}
 	fmt.Fprintf(&b, "namespaces    %s\n", yes(c.UserNS == "", "user, mount, pid, net, ipc, uts, cgroup", c.UserNS))
+	if c.Identity != "" {
+		fmt.Fprintf(&b, "identity      ok    %s, no capabilities\n", c.Identity)
+	}
 	lab := fmt.Sprintf("ABI %d", c.LandlockABI)
 	if c.LandlockABI >= 6 {
 		lab += " (filesystem, signal and abstract socket scoping)"

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -32,7 +33,16 @@ func QuickProbe() Capabilities {
 	c.Seccomp = probeSeccomp()
 	c.Cgroup, c.CgroupCPU, c.CgroupWhy = probeCgroup()
 	c.PidNSMax = kernelAtLeast(c.Kernel, 6, 14)
+	c.Identity = identity(os.Getuid())
 	return c
+}
+
+// identity says whom a caller with uid runs commands as on the host.
+func identity(uid int) string {
+	if uid == 0 {
+		return fmt.Sprintf("uid %d, not root (root inside; granted paths idmapped to root)", rootCallerID)
+	}
+	return fmt.Sprintf("the caller, uid %d", uid)
 }
 
 func probeSeccomp() string {

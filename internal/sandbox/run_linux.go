@@ -40,6 +40,7 @@ type osState struct {
 	uid, gid int
 	cgroups  *cgroupTree // nil unless a limit is held by cgroup v2
 	guard    *gitguard.Guard
+	root     *rootCaller // nil unless the caller is root (rootcaller_linux.go)
 
 	// A helper started ahead of the next call, when the server asked for
 	// one (keepSpare); spareStarting is closed when the one being started
@@ -52,6 +53,13 @@ type osState struct {
 
 func (s *Sandbox) prepare() error {
 	s.os.uid, s.os.gid = os.Getuid(), os.Getgid()
+	if s.os.uid == 0 {
+		r, err := newRootCaller(s.pol)
+		if err != nil {
+			return err
+		}
+		s.os.root = r
+	}
 	if s.mech.Memory == "cgroup" || s.mech.Processes == "cgroup" || s.mech.CPUs == "cgroup" {
 		tree, err := adoptCgroup(s.caps.Cgroup, s.mech.CPUs == "cgroup")
 		if err != nil {
@@ -293,6 +301,11 @@ func (s *Sandbox) startHelper(c *Command) (h *helperProc, err error) {
 		if r, w, err = os.Pipe(); err != nil {
 			return nil, nil, &SetupError{Op: "pipe", Err: err.Error()}
 		}
+		if err := s.os.root.own(r); err != nil {
+			r.Close()
+			w.Close()
+			return nil, nil, &SetupError{Op: "pipe", Err: err.Error()}
+		}
 		return r, w, nil
 	}
 	var specR, repW *os.File
@@ -349,6 +362,13 @@ func (s *Sandbox) startHelper(c *Command) (h *helperProc, err error) {
 	}
 	if stdio[2] != nil {
 		h.cmd.Stderr = stdio[2]
+	}
+	if s.os.root != nil {
+		trees, err := s.os.root.helper(h.cmd)
+		if err != nil {
+			return nil, &SetupError{Op: "idmapped mounts", Err: err.Error()}
+		}
+		childEnds = append(childEnds, trees...)
 	}
 	if h.cg != nil {
 		// Born in its cgroup (CLONE_INTO_CGROUP): nothing runs outside it.

@@ -21,8 +21,21 @@ func reviewedArch(auditArch uint32, x32 bool, maxSyscall uint32) *seccompArch {
 		socket:      unix.SYS_SOCKET,
 		socketpair:  unix.SYS_SOCKETPAIR,
 
-		denied: deniedSyscalls,
+		openat2: unix.SYS_OPENAT2,
+		denied:  append([]uint32(nil), deniedSyscalls...),
+		modes:   append([]modeCall(nil), modeCalls...),
 	}
+}
+
+// modeCalls are the syscalls both reviewed architectures have that set a
+// file mode (the arch files add amd64's older ones).
+var modeCalls = []modeCall{
+	{nr: unix.SYS_FCHMOD, mode: 1, flags: -1},
+	{nr: unix.SYS_FCHMODAT, mode: 2, flags: -1},
+	{nr: unix.SYS_FCHMODAT2, mode: 2, flags: -1},
+	{nr: unix.SYS_MKDIRAT, mode: 2, flags: -1},
+	{nr: unix.SYS_MKNODAT, mode: 2, flags: -1},
+	{nr: unix.SYS_OPENAT, mode: 3, flags: 2},
 }
 
 // deniedSyscalls are refused with EPERM whatever their arguments, on every
@@ -76,4 +89,55 @@ var deniedSyscalls = []uint32{
 	unix.SYS_QUOTACTL,
 	unix.SYS_QUOTACTL_FD,
 	unix.SYS_LOOKUP_DCOOKIE,
+	// What Docker's default profile refuses to a container without
+	// capabilities and nothing here needs. Some already fail without a
+	// capability the command lacks in the initial namespace (the clock,
+	// syslog with dmesg_restrict set, vhangup, the host and domain names of
+	// a UTS namespace it does not own); refusing them here does not rest on
+	// that.
+	unix.SYS_SYSLOG, // reads the kernel log wherever kernel.dmesg_restrict is 0
+	unix.SYS_VHANGUP,
+	unix.SYS_SETHOSTNAME,
+	unix.SYS_SETDOMAINNAME,
+	unix.SYS_CLOCK_SETTIME,
+	unix.SYS_SETTIMEOFDAY,
+	// fanotify watches files and mounts; unprivileged since Linux 5.13, for
+	// inodes a command can read.
+	unix.SYS_FANOTIFY_INIT,
+	// Memory taken out of the kernel's direct map (fragmenting it), which
+	// no tool needs.
+	unix.SYS_MEMFD_SECRET,
+	// NUMA memory policy and page migration: a command has no business
+	// placing memory on the host's nodes (libnuma reports no NUMA and
+	// programs carry on, as under Docker).
+	unix.SYS_GET_MEMPOLICY,
+	unix.SYS_SET_MEMPOLICY,
+	unix.SYS_SET_MEMPOLICY_HOME_NODE,
+	unix.SYS_MBIND,
+	unix.SYS_MIGRATE_PAGES,
+	unix.SYS_MOVE_PAGES,
+	// Advice on another process's memory, like process_vm_* above.
+	unix.SYS_PROCESS_MADVISE,
+	// Sets the process's LSM attributes, as writing /proc/self/attr would,
+	// which Landlock's read-only / refuses.
+	unix.SYS_LSM_SET_SELF_ATTR,
 }
+
+// Reviewed against Docker's default profile (moby/profiles seccomp
+// default.json) and left allowed, though Docker refuses them:
+//
+//   - lsm_get_self_attr, lsm_list_modules: read what /proc/self/attr and
+//     /sys/kernel/security/lsm show;
+//   - file_getattr, file_setattr: what the FS_IOC_FSGETXATTR and
+//     FS_IOC_FSSETXATTR ioctls do on a file the command can open; the
+//     flags that matter (immutable, append-only, a project id) need
+//     capabilities it lacks;
+//   - listns (and statmount, listmount, which Docker allows): read what
+//     /proc already shows;
+//   - uprobe (amd64): only acts from a uprobe trampoline the kernel set up;
+//   - rseq_slice_yield: a scheduling hint for the calling thread;
+//   - nfsservctl, and on amd64 afs_syscall, getpmsg, putpmsg, tuxcall,
+//     security, vserver, create_module, get_kernel_syms, query_module: no
+//     kernel the sandbox runs on implements them (ENOSYS).
+//
+// Docker allows modify_ldt; amd64's deny list refuses it (seccomp_amd64.go).

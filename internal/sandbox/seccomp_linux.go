@@ -33,6 +33,22 @@ import (
 //   - ioctl TIOCSTI (push input into a terminal) and TIOCLINUX fail with
 //     EPERM; personality other than the default persona or a query fails
 //     with EPERM;
+//   - a mode with the setuid or setgid bit fails with EPERM, whoever the
+//     caller and whatever the file, in every call that sets one (the model
+//     is systemd's RestrictSUIDSGID=): chmod, fchmod, fchmodat, fchmodat2,
+//     mkdir, mkdirat, mknod, mknodat, creat, and open and openat when their
+//     flags create a file (O_CREAT, O_TMPFILE). The sandbox's mounts are
+//     nosuid, but the host's are not: a setuid file left in the workspace
+//     would run with its owner's rights for whoever later runs it there
+//     (root's, when the server runs as root). cp -p, tar x and install -m
+//     of such a file fail to set the bits; git's core.sharedRepository,
+//     which sets the setgid bit on directories, fails too. A directory
+//     still inherits the setgid bit of its parent from the kernel: it only
+//     passes on a group the caller already has. File capabilities need
+//     CAP_SETFCAP, which the command lacks;
+//   - openat2 fails with ENOSYS: its mode and flags sit in a struct in
+//     memory that seccomp cannot read. Programs fall back to openat, as on
+//     a kernel before 5.6 (Go's and glibc's own opens never use it);
 //   - socket and socketpair in a family other than unix, inet, inet6 and
 //     netlink fail with EAFNOSUPPORT, as on a kernel built without that
 //     family (vsock, packet, alg, bluetooth...); inet and inet6 with
@@ -40,11 +56,9 @@ import (
 //     (Landlock's TCP rules do not see MPTCP, and Go 1.24+ falls back to TCP).
 //
 // Everything else is allowed, including what the Go runtime needs between
-// the install and execve: futex, mmap, rt_sig*, clone for threads. Reviewed
-// and left allowed: calls gated by a capability the command lacks in the
-// initial namespace (iopl, ioperm, settimeofday, syslog, ...), calls that
-// only read what /proc already shows (statmount, listmount, listns), and
-// calls the kernel no longer has (which return ENOSYS on their own).
+// the install and execve: futex, mmap, rt_sig*, clone for threads. The deny
+// list was compared with Docker's default profile; what Docker refuses and
+// this filter allows is listed with its reason in seccomp_denied.go.
 
 // The filter reads struct seccomp_data (include/uapi/linux/seccomp.h):
 //
@@ -62,7 +76,8 @@ import (
 // request, socket's family and protocol, personality's persona) or is
 // truncated to 32 bits by it (clone's flags; unshare's namespace flags are
 // all in the low half), so high bits cannot change what the kernel does, and
-// a request with high bits set is caught like one without.
+// a request with high bits set is caught like one without. A mode is a
+// umode_t, 16 bits, in the kernel, and open's flags an int.
 const (
 	seccompDataNr   = 0
 	seccompDataArch = 4
@@ -85,8 +100,23 @@ type seccompArch struct {
 	// child_tid; s390's CLONE_BACKWARDS2 would move them, but it has no table).
 	clone, clone3, unshare, ioctl, personality, socket, socketpair uint32
 
+	// openat2 fails with ENOSYS: seccomp cannot read its struct open_how.
+	openat2 uint32
+
 	// denied fail with EPERM whatever their arguments.
 	denied []uint32
+
+	// modes are the syscalls that set a file mode, checked for the setuid
+	// and setgid bits.
+	modes []modeCall
+}
+
+// modeCall is a syscall whose argument mode sets a file's mode: always, or,
+// for an open, only when its argument flags creates a file.
+type modeCall struct {
+	nr    uint32
+	mode  int // the mode argument
+	flags int // the flags argument of an open; -1 for a call that always sets the mode
 }
 
 // nativeSeccomp is set by seccomp_amd64.go or seccomp_arm64.go. It is nil on
@@ -115,6 +145,15 @@ const (
 
 	// unshareNamespaces are the namespace flags unshare takes.
 	unshareNamespaces = cloneNamespaces | unix.CLONE_NEWTIME
+
+	// setuidBits are the mode bits refused: S_ISUID and S_ISGID.
+	setuidBits = unix.S_ISUID | unix.S_ISGID
+
+	// creatingFlags are the open flags with which the mode argument counts:
+	// O_CREAT, and __O_TMPFILE (O_TMPFILE is __O_TMPFILE|O_DIRECTORY, and
+	// O_DIRECTORY differs between amd64 and arm64; the kernel refuses
+	// __O_TMPFILE without O_DIRECTORY anyway).
+	creatingFlags = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
 )
 
 // seccompProgram returns the classic BPF program of the command's syscall
@@ -171,6 +210,14 @@ func (a *seccompArch) program() []bpfInsn {
 	p = append(p, bpfOnSyscall(a.clone3, bpfErrno(unix.ENOSYS))...)
 	for _, nr := range a.denied {
 		p = append(p, bpfOnSyscall(nr, bpfErrno(unix.EPERM))...)
+	}
+	p = append(p, bpfOnSyscall(a.openat2, bpfErrno(unix.ENOSYS))...)
+	for _, m := range a.modes {
+		check := bpfArgAnyBit(m.mode, setuidBits, bpfErrno(unix.EPERM), bpfAllow())
+		if m.flags >= 0 {
+			check = bpfArgAnyBit(m.flags, creatingFlags, check, bpfAllow())
+		}
+		p = append(p, bpfOnSyscall(m.nr, check)...)
 	}
 	p = append(p, bpfOnSyscall(a.clone,
 		bpfArgAnyBit(0, cloneNamespaces, bpfErrno(unix.EPERM), bpfAllow()))...)

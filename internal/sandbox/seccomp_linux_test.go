@@ -119,11 +119,9 @@ func mustSeccompProgram(t *testing.T) []unix.SockFilter {
 }
 
 // seccompDenied is every syscall that fails with EPERM whatever its
-// arguments, listed here apart from the tables under test.
-var seccompDenied = []struct {
-	name string
-	nr   uint32
-}{
+// arguments, listed here apart from the tables under test (archDenied adds
+// the architecture's own).
+var seccompDenied = append([]seccompSyscall{
 	{"setns", unix.SYS_SETNS},
 	{"ptrace", unix.SYS_PTRACE},
 	{"process_vm_readv", unix.SYS_PROCESS_VM_READV},
@@ -165,7 +163,48 @@ var seccompDenied = []struct {
 	{"quotactl", unix.SYS_QUOTACTL},
 	{"quotactl_fd", unix.SYS_QUOTACTL_FD},
 	{"lookup_dcookie", unix.SYS_LOOKUP_DCOOKIE},
+	{"syslog", unix.SYS_SYSLOG},
+	{"vhangup", unix.SYS_VHANGUP},
+	{"sethostname", unix.SYS_SETHOSTNAME},
+	{"setdomainname", unix.SYS_SETDOMAINNAME},
+	{"clock_settime", unix.SYS_CLOCK_SETTIME},
+	{"settimeofday", unix.SYS_SETTIMEOFDAY},
+	{"fanotify_init", unix.SYS_FANOTIFY_INIT},
+	{"memfd_secret", unix.SYS_MEMFD_SECRET},
+	{"get_mempolicy", unix.SYS_GET_MEMPOLICY},
+	{"set_mempolicy", unix.SYS_SET_MEMPOLICY},
+	{"set_mempolicy_home_node", unix.SYS_SET_MEMPOLICY_HOME_NODE},
+	{"mbind", unix.SYS_MBIND},
+	{"migrate_pages", unix.SYS_MIGRATE_PAGES},
+	{"move_pages", unix.SYS_MOVE_PAGES},
+	{"process_madvise", unix.SYS_PROCESS_MADVISE},
+	{"lsm_set_self_attr", unix.SYS_LSM_SET_SELF_ATTR},
+}, archDenied...)
+
+// seccompSyscall names a syscall number.
+type seccompSyscall struct {
+	name string
+	nr   uint32
 }
+
+// seccompModeCall is a syscall that sets a file mode: its mode argument and,
+// for an open, its flags argument (-1 for none).
+type seccompModeCall struct {
+	name        string
+	nr          uint32
+	mode, flags int
+}
+
+// seccompModeCalls is every syscall that sets a file mode, listed here apart
+// from the tables under test (archModeCalls adds the architecture's own).
+var seccompModeCalls = append([]seccompModeCall{
+	{"fchmod", unix.SYS_FCHMOD, 1, -1},
+	{"fchmodat", unix.SYS_FCHMODAT, 2, -1},
+	{"fchmodat2", unix.SYS_FCHMODAT2, 2, -1},
+	{"mkdirat", unix.SYS_MKDIRAT, 2, -1},
+	{"mknodat", unix.SYS_MKNODAT, 2, -1},
+	{"openat", unix.SYS_OPENAT, 3, 2},
+}, archModeCalls...)
 
 const (
 	// argHighBits is set in the upper half of a 64-bit argument: the kernel
@@ -293,12 +332,68 @@ func TestSeccompProgram(t *testing.T) {
 	}
 }
 
+func TestSeccompProgramModes(t *testing.T) {
+	prog := mustSeccompProgram(t)
+	const sUID, sGID = unix.S_ISUID, unix.S_ISGID
+	for _, c := range seccompModeCalls {
+		type row struct {
+			name        string
+			mode, flags uint64
+			want        seccompAction
+		}
+		creating := uint64(unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC)
+		rows := []row{
+			{"0755", 0o755, creating, actAllow},
+			{"sticky 1777", 0o1777, creating, actAllow},
+			{"0", 0, creating, actAllow},
+			{"setuid", sUID | 0o755, creating, actErrno(unix.EPERM)},
+			{"setgid", sGID | 0o755, creating, actErrno(unix.EPERM)},
+			{"setgid alone", sGID, creating, actErrno(unix.EPERM)},
+			{"both", sUID | sGID | 0o777, creating, actErrno(unix.EPERM)},
+			{"setuid with file type", unix.S_IFREG | sUID | 0o755, creating, actErrno(unix.EPERM)},
+			// umode_t is 16 bits: the kernel drops bit 16 and keeps S_ISUID.
+			{"setuid with bit 16", 1<<16 | sUID | 0o755, creating, actErrno(unix.EPERM)},
+			{"setuid with high bits", argHighBits | sUID | 0o755, creating, actErrno(unix.EPERM)},
+			{"high bits only", argHighBits | 0o755, creating, actAllow},
+		}
+		if c.flags >= 0 {
+			rows = append(rows,
+				row{"setuid without O_CREAT", sUID | 0o755, unix.O_RDWR, actAllow},
+				row{"setuid, O_CREAT alone", sUID | 0o755, unix.O_CREAT, actErrno(unix.EPERM)},
+				row{"setuid, O_TMPFILE", sUID | 0o755, unix.O_TMPFILE | unix.O_RDWR, actErrno(unix.EPERM)},
+				row{"setgid, __O_TMPFILE without O_DIRECTORY", sGID, unix.O_TMPFILE &^ unix.O_DIRECTORY, actErrno(unix.EPERM)},
+				row{"setuid, O_CREAT with high bits", sUID, unix.O_CREAT | argHighBits, actErrno(unix.EPERM)},
+				// The kernel takes flags as an int: high bits are not O_CREAT.
+				row{"setuid, flags with high bits only", sUID, argHighBits, actAllow},
+			)
+		}
+		for _, r := range rows {
+			t.Run(c.name+" "+r.name, func(t *testing.T) {
+				args := []uint64{3, 0x7fff0000, 0, 0, 0, 0}
+				args[c.mode] = r.mode
+				if c.flags >= 0 {
+					args[c.flags] = r.flags
+				}
+				if got := runSeccomp(t, prog, nativeCall(c.nr, args...)); got != r.want {
+					t.Errorf("args %#x: got %v, want %v", args, got, r.want)
+				}
+			})
+		}
+	}
+	for _, flags := range []uint64{0, unix.O_RDONLY, unix.O_CREAT} {
+		if got, want := runSeccomp(t, prog, nativeCall(unix.SYS_OPENAT2, 3, 0x7fff0000, flags)), actErrno(unix.ENOSYS); got != want {
+			t.Errorf("openat2: got %v, want %v", got, want)
+		}
+	}
+}
+
 // TestSeccompProgramAllowsTheRest walks every reviewed number with zero
 // arguments: only the listed syscalls may be refused.
 func TestSeccompProgramAllowsTheRest(t *testing.T) {
 	prog := mustSeccompProgram(t)
 	want := map[uint32]seccompAction{
 		unix.SYS_CLONE3:     actErrno(unix.ENOSYS),
+		unix.SYS_OPENAT2:    actErrno(unix.ENOSYS),
 		unix.SYS_SOCKET:     actErrno(unix.EAFNOSUPPORT), // family 0 is AF_UNSPEC
 		unix.SYS_SOCKETPAIR: actErrno(unix.EAFNOSUPPORT),
 	}
@@ -435,8 +530,24 @@ func TestSeccompInstall(t *testing.T) {
 		ws       unix.Winsize
 		fds      [2]int32
 		ioParams [120]byte // struct io_uring_params
+		policy   int32
+		ts       unix.Timespec
 	)
 	src, dst, fstype := seccompCString("none"), seccompCString("/nonexistent-nanosandbox-test"), seccompCString("tmpfs")
+	dir := t.TempDir() // under the filter, which refuses nothing TempDir needs
+	plainPath := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plainPath, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plainFile, err := os.Open(plainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plainFile.Close()
+	plainFd := plainFile.Fd()
+	plain, created, node := seccompCString(plainPath), seccompCString(filepath.Join(dir, "created")), seccompCString(filepath.Join(dir, "node"))
+	fdcwd := unix.AT_FDCWD // a variable: a negative constant does not convert to uintptr
+	atFDCWD := uintptr(fdcwd)
 
 	// Pointers are converted in the unix.Syscall call expressions, where the
 	// compiler keeps what they point to alive and in place. A comment gives
@@ -477,6 +588,20 @@ func TestSeccompInstall(t *testing.T) {
 		{"userfaultfd", sysFdResult(unix.Syscall(unix.SYS_USERFAULTFD, 0, 0, 0)), unix.EPERM},
 		{"personality ADDR_NO_RANDOMIZE", sysResult(unix.Syscall(unix.SYS_PERSONALITY, addrNoRandomize, 0, 0)), unix.EPERM},
 		{"personality query", sysResult(unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)), nil},
+		{"fchmodat setuid", sysResult(unix.Syscall6(unix.SYS_FCHMODAT, atFDCWD, uintptr(unsafe.Pointer(plain)), 0o4755, 0, 0, 0)), unix.EPERM},
+		{"fchmodat setgid", sysResult(unix.Syscall6(unix.SYS_FCHMODAT, atFDCWD, uintptr(unsafe.Pointer(plain)), 0o2755, 0, 0, 0)), unix.EPERM},
+		{"fchmodat 0700", sysResult(unix.Syscall6(unix.SYS_FCHMODAT, atFDCWD, uintptr(unsafe.Pointer(plain)), 0o700, 0, 0, 0)), nil},
+		{"fchmod setuid", sysResult(unix.Syscall(unix.SYS_FCHMOD, plainFd, 0o4755, 0)), unix.EPERM},
+		{"fchmod 0600", sysResult(unix.Syscall(unix.SYS_FCHMOD, plainFd, 0o600, 0)), nil},
+		{"openat O_CREAT setuid", sysFdResult(unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(created)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o4755, 0, 0)), unix.EPERM},
+		{"openat O_CREAT 0644", sysFdResult(unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(created)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644, 0, 0)), nil},
+		{"openat no O_CREAT, mode ignored", sysFdResult(unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(created)), unix.O_RDONLY|unix.O_CLOEXEC, 0o4755, 0, 0)), nil},
+		{"mknodat setuid", sysResult(unix.Syscall6(unix.SYS_MKNODAT, atFDCWD, uintptr(unsafe.Pointer(node)), unix.S_IFREG|0o4755, 0, 0, 0)), unix.EPERM},
+		{"openat2", sysFdResult(unix.Syscall(unix.SYS_OPENAT2, atFDCWD, uintptr(unsafe.Pointer(created)), 0)), unix.ENOSYS},
+		{"fanotify_init", sysFdResult(unix.Syscall(unix.SYS_FANOTIFY_INIT, unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID, unix.O_RDONLY, 0)), unix.EPERM},
+		{"get_mempolicy", sysResult(unix.Syscall6(unix.SYS_GET_MEMPOLICY, uintptr(unsafe.Pointer(&policy)), 0, 0, 0, 0, 0)), unix.EPERM},
+		{"set_mempolicy MPOL_DEFAULT", sysResult(unix.Syscall(unix.SYS_SET_MEMPOLICY, 0, 0, 0)), unix.EPERM},
+		{"clock_settime CLOCK_MONOTONIC", sysResult(unix.Syscall(unix.SYS_CLOCK_SETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ts)), 0)), unix.EPERM}, // EINVAL
 		{"above reviewed", sysResult(unix.Syscall(reviewedMaxSyscall+1, 0, 0, 0)), unix.ENOSYS},
 		{"syscall -1", sysResult(unix.Syscall(^uintptr(0), 0, 0, 0)), unix.ENOSYS},
 	} {

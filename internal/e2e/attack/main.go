@@ -106,6 +106,22 @@ func main() {
 	case "kill":
 		pid, _ := strconv.Atoi(arg(1))
 		err = unix.Kill(pid, syscall.Signal(0))
+	case "setmode":
+		mode, perr := strconv.ParseUint(arg(3), 0, 64)
+		if perr != nil {
+			fmt.Fprintf(os.Stderr, "attack setmode: mode %q: %v\n", arg(3), perr)
+			os.Exit(1)
+		}
+		err = setMode(arg(1), arg(2), mode)
+	case "syscall":
+		err = syscallByName(arg(1))
+	case "syscalls":
+		fmt.Println(strings.Join(syscallNames(), " "))
+		os.Exit(0)
+	case "setcap":
+		err = setFileCaps(arg(1))
+	case "setxattr-user":
+		err = unix.Setxattr(arg(1), "user.nanosandbox-test", []byte("x"), 0)
 	default:
 		fmt.Fprintf(os.Stderr, "attack: unknown subcommand %q\n", os.Args[1])
 		os.Exit(1)
