@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The attacks of issue #8, and more: each plants, in one or more calls,
@@ -307,4 +309,46 @@ func vmHWM(t *testing.T, pid int) int64 {
 	}
 	t.Fatal("no VmHWM")
 	return 0
+}
+
+// A server killed during a call cannot judge what the call planted; the
+// next server does, before its first call returns.
+func TestEscapeGitServerKilledMidCall(t *testing.T) {
+	e := plantEnv(t)
+	e.gitRepo()
+	time.Sleep(1100 * time.Millisecond) // the user's repository is older than the call
+	s := e.serve()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.callAsync(ctx, map[string]any{"command": "sh", "args": []string{"-c", e.expand(
+		`git init -q evil && git -C evil config core.fsmonitor "$PWN" && touch planted && sleep 60`)}})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(e.ws, "planted")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not plant")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	if !e.userGitHas("evil") {
+		t.Fatal("control: with the server killed, the planted repository is live (the case this test is about)")
+	}
+	s2 := e.serve()
+	res, _ := s2.sh(t, "true")
+	if !strings.Contains(text(res), "moved evil/.git aside") || !strings.Contains(text(res), "did not finish") {
+		t.Errorf("the next server's first call: %s", text(res))
+	}
+	if e.userGit("evil") {
+		t.Error("the user's git ran what the killed server's call planted")
+	}
+}
+
+// userGitHas reports whether the planted code would run in dir now.
+func (e *env) userGitHas(dir string) bool {
+	e.t.Helper()
+	return e.userGit(dir)
 }

@@ -29,6 +29,7 @@ func (g *Guard) Begin() (*Call, error) {
 	if err := g.refresh(); err != nil {
 		return nil, fmt.Errorf("the writable roots cannot be checked for git repositories: %w", err)
 	}
+	g.recoverOrphans()
 	cur := g.resolveAll()
 	if g.running == 0 {
 		for c, els := range cur {
@@ -60,6 +61,7 @@ func (g *Guard) Begin() (*Call, error) {
 	}
 	sort.Slice(call.Protect, func(i, j int) bool { return call.Protect[i].Path < call.Protect[j].Path })
 	g.running++
+	g.journal.begin(g.scanRoots())
 	return call, nil
 }
 
@@ -115,7 +117,18 @@ func (g *Guard) protect(call *Call, e element, prot map[string]Protection) {
 // that is new or changed since it was trusted is judged, and made harmless
 // if the user's git would run anything planted in it. It returns what the
 // model should be told.
-func (c *Call) End() []string {
+func (c *Call) End() []string { return c.end() }
+
+// EndQuietly is End for a call nobody reads the result of (a dry run): what
+// it would say is kept for the next call.
+func (c *Call) EndQuietly() {
+	notes := c.end()
+	c.g.mu.Lock()
+	c.g.pending = append(notes, c.g.pending...)
+	c.g.mu.Unlock()
+}
+
+func (c *Call) end() []string {
 	g := c.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -128,13 +141,17 @@ func (c *Call) End() []string {
 			g.ph.release(c.held[i])
 		}
 		g.running--
+		if g.running == 0 {
+			g.journal.end()
+		}
 	}()
 	if err := g.refresh(); err != nil {
 		g.logf("git guard: %v", err)
 		return []string{"the sandbox could not check the writable roots for git repositories after this call (" + err.Error() + "): tell the user not to run git there until it can; later calls are refused until then"}
 	}
 	last := g.running == 1
-	var notes []string
+	notes := g.pending
+	g.pending = nil
 	for round := 0; round < 5; round++ {
 		cur := g.resolveAll()
 		trusted := g.trustedSet()
@@ -231,7 +248,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		case e.odd != "":
 			g.logf("git guard: %s: %s", e.path, e.odd)
 			why = "its " + g.name(e) + " cannot be read safely, so what it does is unknown"
-		case e.role == roleCommondir && e.id.exists() && !newCand:
+		case e.role == roleCommondir && e.id.exists() && !newCand && e.id.Sum != inertCommondir:
 			why = "its " + g.name(e) + " now moves its config and hooks elsewhere"
 		case e.role == roleConfig && e.content != nil:
 			if w := judgeConfig(g.listFor(e), e.content); w != "" {
@@ -250,12 +267,13 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			return []verdict{{why: why, whole: true}}
 		}
 		out = append(out, verdict{why: why, el: e})
-		if e.role == roleCommondir {
-			break // what it led to is no longer read once it is moved
-		}
 	}
 	return out
 }
+
+// inertCommondir is the digest of a commondir that redirects nothing: the
+// stand-in a killed server left behind.
+var inertCommondir = contentSum([]byte(commondirPlaceholder))
 
 // listFor lists e's content, from the cache when it was listed already.
 func (g *Guard) listFor(e element) lister {
@@ -358,4 +376,63 @@ func sortedKeys(m map[candidate][]element) []candidate {
 	}
 	sortCandidates(out)
 	return out
+}
+
+// recover judges what a call cut short by a killed server left, since it
+// began: every git directory whose entry was made since is judged as new,
+// and in the others what the call could write and was made since (a
+// config.worktree, an included file, a core.hooksPath directory, a
+// commondir). The user's own changes after the crash can be judged too:
+// the price of not trusting what nobody checked. It returns the notes.
+func (g *Guard) recover(since int64) []string {
+	if err := g.refresh(); err != nil {
+		g.logf("git guard: %v", err)
+		return nil
+	}
+	cur := g.resolveAll()
+	var notes []string
+	for _, cand := range sortedKeys(cur) {
+		els := cur[cand]
+		entry := cand.entry
+		if cand.bare {
+			entry = filepath.Join(cand.entry, "HEAD")
+		}
+		fresh := cand != global && bornSince(entry, since)
+		var changed, kept []element
+		for _, e := range els {
+			// A repository's own config and hooks, and its entry, were
+			// read-only during the call if they existed: made since,
+			// they are the user's (git config rewrites the file).
+			if fresh || !e.main && e.role != roleEntry && e.role != roleGitdir && bornSince(e.path, since) {
+				changed = append(changed, e)
+			} else {
+				kept = append(kept, e)
+			}
+		}
+		if !fresh {
+			// The killed server's stand-ins: remove what is still as made.
+			for _, e := range changed {
+				if kind, root, _ := g.place(e.path); kind == inside && (e.role == roleCommondir && e.id.Sum == inertCommondir || e.role == roleHooks && e.id.isDir() && len(e.entries) == 0) {
+					removePlaceholder(&placeholder{root: root, path: e.path, dir: e.role == roleHooks, content: commondirPlaceholder})
+				}
+			}
+		}
+		if len(changed) == 0 {
+			continue
+		}
+		if fresh {
+			delete(g.trusted, cand)
+		} else {
+			g.trusted[cand] = kept
+		}
+		for _, v := range g.judge(cand, els, changed) {
+			if note, ok := g.neutralize(cand, v); note != "" {
+				notes = append(notes, note+" (left by a call the previous server did not finish)")
+				if !ok {
+					g.suspect[cand] = v.why
+				}
+			}
+		}
+	}
+	return notes
 }

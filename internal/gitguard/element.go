@@ -49,6 +49,9 @@ type element struct {
 	// what their global config includes): outside the roots it is theirs,
 	// not a command's redirection.
 	user bool
+	// main marks a git directory's own config and hooks directory (not
+	// config.worktree, includes or core.hooksPath).
+	main bool
 }
 
 // same reports whether o is the same path in the same state.
@@ -184,6 +187,12 @@ func (r *resolver) resolve(c candidate) []element {
 		}
 	}
 	addConfig(filepath.Join(common, "config"), 0)
+	for i := range out {
+		if out[i].role == roleConfig {
+			out[i].main = true
+			break
+		}
+	}
 	addConfig(filepath.Join(gitdir, "config.worktree"), 0)
 
 	addHooks := func(ro role, p string, user bool) {
@@ -195,7 +204,11 @@ func (r *resolver) resolve(c candidate) []element {
 			out = append(out, e)
 		}
 	}
+	n := len(out)
 	addHooks(roleHooks, filepath.Join(common, "hooks"), false)
+	if len(out) > n {
+		out[n].main = true
+	}
 	for _, p := range hooksPaths {
 		addHooks(roleHooksPath, p, false)
 	}

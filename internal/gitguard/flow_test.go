@@ -303,3 +303,45 @@ func TestConcurrentCalls(t *testing.T) {
 		t.Error("planted code ran")
 	}
 }
+
+// A server killed during a call leaves what that call planted unjudged;
+// the next server judges it before trusting anything.
+func TestKilledServerCallIsJudgedByTheNext(t *testing.T) {
+	f := newFixture(t)
+	f.sh(`git init -q && git config core.editor vi && git config extensions.worktreeConfig true && git init -q old && git -C old config core.pager less`)
+	f.cfg.StateDir = filepath.Join(filepath.Dir(f.root), "state")
+	time.Sleep(1100 * time.Millisecond) // the journal counts from a second before the call
+	a := f.start()
+	if _, err := a.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	f.sh(`git init -q evil && git -C evil config core.fsmonitor "$PWN" && git init -q plain &&
+printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > .git/config.worktree`)
+	// The server dies: its lock goes with it, its journal stays.
+	a.journal.f.Close()
+	a.journal = nil
+
+	b := f.start()
+	notes := f.call("")
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{"moved evil/.git aside", "moved .git/config.worktree aside", "did not finish"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no note %q: %q", want, notes)
+		}
+	}
+	if strings.Contains(all, "plain") || strings.Contains(all, "old/") || strings.Contains(all, "moved .git aside") || strings.Contains(all, "moved .git/config aside") {
+		t.Errorf("judged what was harmless or the user's: %q", notes)
+	}
+	if f.userGit(".", "evil") {
+		t.Error("planted code ran")
+	}
+	_ = b
+	// And the journal of a server that stopped between calls says nothing.
+	c := f.start()
+	c.journal.f.Close()
+	c.journal = nil
+	f.start()
+	if notes := f.call(""); len(notes) != 0 {
+		t.Errorf("an idle server's journal: %q", notes)
+	}
+}

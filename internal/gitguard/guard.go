@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Root is a tree that commands can write.
@@ -35,6 +36,9 @@ type Config struct {
 	// trusted. Their core.hooksPath applies to every repository, and the
 	// files they include that lie in a root are protected.
 	GlobalConfigs []string
+	// StateDir, if set, keeps the journal that lets the next server judge
+	// what a call left when this one is killed during it.
+	StateDir string
 	// Log, if set, receives what the server's log should say.
 	Log func(msg string)
 }
@@ -69,12 +73,24 @@ type Guard struct {
 	running  int
 	ph       placeholders
 	broken   error // why the roots cannot be checked; calls are refused
+	journal  *journal
+	pending  []string // notes for the next call: what recovery did
 }
 
 type listing struct {
 	id      ident
 	entries []entry
 	err     error
+}
+
+// recoverOrphans judges what calls of a server that is gone left unjudged.
+func (g *Guard) recoverOrphans() {
+	since := g.journal.orphans(g.scanRoots())
+	if since == 0 {
+		return
+	}
+	g.logf("git guard: a server stopped during a call begun at %s; judging the git directories made or changed since", time.Unix(0, since).Format(time.RFC3339))
+	g.pending = append(g.pending, g.recover(since)...)
 }
 
 // errNoWatch means the roots cannot be watched; walk them instead.
@@ -119,6 +135,14 @@ func New(cfg Config) (*Guard, error) {
 		return nil, err
 	}
 	g.find = f
+	if cfg.StateDir != "" {
+		j, err := openJournal(filepath.Join(cfg.StateDir, "git-calls"))
+		if err != nil {
+			g.logf("git guard: %v; a call cut short by a killed server will not be judged by the next one", err)
+		}
+		g.journal = j
+		g.recoverOrphans()
+	}
 	return g, nil
 }
 
@@ -127,6 +151,7 @@ func (g *Guard) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.find.close()
+	g.journal.close()
 }
 
 // FindGit returns the git the user's tools run: the first on path that

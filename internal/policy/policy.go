@@ -104,6 +104,9 @@ type Policy struct {
 	// PrivateHome is the host directory mounted over Home inside the sandbox
 	// so tool caches persist; empty if there is none.
 	PrivateHome string
+	// StateDir is where the server keeps its state (Options.StateDir); empty
+	// if it keeps none.
+	StateDir string
 
 	Timeout        time.Duration // zero means none
 	MaxOutputBytes int
@@ -230,6 +233,7 @@ func New(o Options) (*Policy, error) {
 		}
 		p.PrivateHome = ph
 	}
+	p.StateDir = o.StateDir
 
 	env, err := buildEnv(o, p)
 	if err != nil {

@@ -50,6 +50,7 @@ func (s *Sandbox) startGuard() error {
 	cfg.Git = gitguard.FindGit(os.Getenv("PATH"), cfg.Roots)
 	cfg.Home, _ = os.UserHomeDir()
 	cfg.GlobalConfigs = gitguard.GlobalConfigFiles(os.Getenv, cfg.Home, cfg.Git)
+	cfg.StateDir = p.StateDir
 	cfg.Log = func(msg string) { slog.Warn(msg) }
 	g, err := gitguard.New(cfg)
 	if err != nil {

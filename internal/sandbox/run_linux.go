@@ -106,10 +106,14 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	var gitNotes []string
 	gitEnded := false
 	endGit := func() {
-		if !gitEnded {
-			gitEnded = true
+		switch {
+		case gitEnded:
+		case probe:
+			git.EndQuietly() // its notes go to the first call
+		default:
 			gitNotes = git.End()
 		}
+		gitEnded = true
 	}
 	defer endGit()
 
