@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/gitconfig"
@@ -71,7 +73,7 @@ func readIdentity(dir string) (name, email string, ok bool) {
 		}
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := readSmall(f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -116,4 +118,23 @@ func askGit(dir string) (name, email string) {
 		}
 	}
 	return name, email
+}
+
+// readSmall reads a config file the way the server reads anything a
+// command may have written (the repository's config is in the workspace):
+// without blocking on a FIFO, only a regular file, at most 1 MiB.
+func readSmall(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+		return nil, errors.New("not a plain config file")
+	}
+	return io.ReadAll(io.LimitReader(f, 1<<20))
 }

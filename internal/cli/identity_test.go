@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestReadIdentityAgreesWithGit compares the fast path with git itself.
@@ -39,5 +41,28 @@ func TestReadIdentityAgreesWithGit(t *testing.T) {
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = other\n"), 0o644)
 	if _, _, ok := readIdentity(repo); ok {
 		t.Error("readIdentity read through an include instead of asking git")
+	}
+}
+
+// A FIFO where the repository's config belongs (a command can leave one)
+// must not hang the server's start.
+func TestIdentityFIFOConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, ".git", "config"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("HOME", t.TempDir())
+	done := make(chan struct{})
+	go func() {
+		readIdentity(dir)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading the identity hangs on a FIFO")
 	}
 }
