@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -121,9 +120,17 @@ func TestGitSubmoduleWork(t *testing.T) {
 // look for one (go build stamps the VCS revision) work.
 func TestGitNoRepositoryNoTrace(t *testing.T) {
 	e := newEnv(t)
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		t.Skipf("needs the go tool at %s", goBin)
+	goBin, err := exec.LookPath("go")
+	for _, p := range []string{"/usr/local/go/bin/go", "/usr/lib/go/bin/go"} {
+		if err != nil {
+			goBin, err = p, nil
+			if _, serr := os.Stat(p); serr != nil {
+				err = serr
+			}
+		}
+	}
+	if err != nil {
+		t.Skip("needs the go tool (on PATH, or in /usr/local/go or /usr/lib/go)")
 	}
 	e.write("go.mod", "module example.com/x\n\ngo 1.22\n", 0o644)
 	e.write("main.go", "package main\n\nfunc main() {}\n", 0o644)

@@ -54,11 +54,6 @@ type element struct {
 	main bool
 }
 
-// same reports whether o is the same path in the same state.
-func (e element) same(o element) bool {
-	return e.role == o.role && e.path == o.path && e.id == o.id && e.odd == o.odd
-}
-
 // candidate is a place where git finds a repository: entry is dir/.git (of
 // any kind), or, when bare, a directory git would take for a git directory
 // itself.

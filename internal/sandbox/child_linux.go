@@ -187,7 +187,7 @@ func helperMain() {
 	if early {
 		startStage()
 	}
-	s, raw, err := readSpec()
+	s, _, err := readSpec()
 	if err != nil {
 		fail(err)
 	}
@@ -230,7 +230,8 @@ func helperMain() {
 	if s.Root, err = currentRoot(); err != nil {
 		fail(err)
 	}
-	if raw, err = json.Marshal(s); err != nil {
+	raw, err := json.Marshal(s)
+	if err != nil {
 		fail(bug(err))
 	}
 	if _, err := specW.Write(raw); err != nil {

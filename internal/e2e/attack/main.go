@@ -225,14 +225,16 @@ func loopback() error {
 }
 
 // membomb allocates and touches memory until something stops it.
+// kept holds what membomb allocates, so that none of it is freed.
+var kept [][]byte
+
 func membomb() {
-	var keep [][]byte
 	for {
 		b := make([]byte, 8<<20)
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
 		}
-		keep = append(keep, b)
+		kept = append(kept, b)
 	}
 }
 
