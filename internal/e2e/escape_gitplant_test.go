@@ -352,3 +352,37 @@ func (e *env) userGitHas(dir string) bool {
 	e.t.Helper()
 	return e.userGit(dir)
 }
+
+// Calls that overlap share the stand-ins and judge each other's work: when
+// both are over, nothing planted runs and no stand-in is left.
+func TestEscapeGitConcurrentCalls(t *testing.T) {
+	e := plantEnv(t)
+	e.gitRepo()
+	os.RemoveAll(filepath.Join(e.ws, ".git", "hooks"))
+	s := e.serve("--max-concurrent", "4")
+	ctx := context.Background()
+	a := s.callAsync(ctx, map[string]any{"command": "sh", "args": []string{"-c", e.expand(
+		`sleep 0.3; git init -q a && git -C a config core.fsmonitor "$PWN"; sleep 0.5`)}})
+	b := s.callAsync(ctx, map[string]any{"command": "sh", "args": []string{"-c", e.expand(
+		`git init -q b; sleep 0.6; git -C b config core.pager "$PWN"; mkdir -p .git/hooks 2>/dev/null; echo x > .git/hooks/pre-commit`)}})
+	c := s.callAsync(ctx, map[string]any{"command": "sh", "args": []string{"-c", `sleep 0.2; git init -q plain`}})
+	var texts []string
+	for _, ch := range []<-chan asyncResult{a, b, c} {
+		r := <-ch
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		texts = append(texts, text(r.res))
+	}
+	if e.userGit("a", "b", "plain") {
+		t.Errorf("planted code ran; results: %q", texts)
+	}
+	for _, p := range []string{".git/hooks", ".git/commondir", "plain/.git/commondir"} {
+		if _, err := os.Lstat(filepath.Join(e.ws, p)); err == nil {
+			t.Errorf("%s is left after the calls", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "plain", ".git", "HEAD")); err != nil {
+		t.Errorf("a plain repository made in an overlapping call was moved: %v; results: %q", err, texts)
+	}
+}
