@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Call is one command's run, between Begin and End.
@@ -15,6 +16,14 @@ type Call struct {
 	held    []string // placeholders this call holds
 	ended   bool
 }
+
+// maxProtections bounds the paths kept read-only for one call.
+const maxProtections = 3000
+
+// judgeBudget bounds the judging at the end of a call: past it, what is
+// left is moved aside unread (a command that makes thousands of
+// repositories must not hold the result, or the server, for long).
+const judgeBudget = 20 * time.Second
 
 // commondirPlaceholder is what git reads as "no redirection".
 const commondirPlaceholder = ".\n"
@@ -46,9 +55,19 @@ func (g *Guard) Begin() (*Call, error) {
 	call := &Call{g: g}
 	prot := map[string]Protection{}
 	trusted := g.trustedSet()
-	for _, c := range sortedKeys(cur) {
+	cands := sortedKeys(cur)
+	// Shallowest first: past maxProtections (each is a mount, and the
+	// kernel counts them), deeper repositories are only judged at the end.
+	sort.SliceStable(cands, func(i, j int) bool {
+		return strings.Count(cands[i].entry, "/") < strings.Count(cands[j].entry, "/")
+	})
+	for _, c := range cands {
 		if g.trusted[c] == nil {
 			continue // new, or changed while another call ran: judged when a call ends
+		}
+		if len(prot) >= maxProtections {
+			g.logf("git guard: more than %d paths to keep read-only; the rest are judged when calls end", maxProtections)
+			break
 		}
 		for _, e := range cur[c] {
 			if trusted[e.key()] {
@@ -152,6 +171,7 @@ func (c *Call) end() []string {
 	last := g.running == 1
 	notes := g.pending
 	g.pending = nil
+	began := time.Now()
 	for round := 0; round < 5; round++ {
 		cur := g.resolveAll()
 		trusted := g.trustedSet()
@@ -168,7 +188,12 @@ func (c *Call) end() []string {
 			if len(changed) == 0 && !wasSuspect {
 				continue
 			}
-			vs := g.judge(cand, els, changed)
+			var vs []verdict
+			if time.Since(began) < judgeBudget {
+				vs = g.judge(cand, els, changed)
+			} else {
+				vs = unjudged(g.trusted[cand] == nil && cand != global, changed)
+			}
 			if len(vs) == 0 {
 				if last {
 					g.trusted[cand] = els
@@ -267,6 +292,22 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			return []verdict{{why: why, whole: true}}
 		}
 		out = append(out, verdict{why: why, el: e})
+	}
+	return out
+}
+
+// unjudged is what is moved aside when there is no time left to judge: the
+// whole repository when it is new, else what changed in it.
+func unjudged(newCand bool, changed []element) []verdict {
+	const why = "there were too many changed repositories to check in time, so it was not read"
+	if newCand {
+		return []verdict{{why: why, whole: true}}
+	}
+	var out []verdict
+	for _, e := range changed {
+		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir) {
+			out = append(out, verdict{why: why, el: e})
+		}
 	}
 	return out
 }

@@ -148,7 +148,8 @@ func (r *resolver) resolve(c candidate) []element {
 	}
 
 	seen := map[string]bool{}
-	var hooksPaths []string
+	var hooksPaths []string // as written: relative ones are taken from the work tree
+	coreWorktree := ""
 	var addConfig func(path string, depth int)
 	addConfig = func(path string, depth int) {
 		if seen[path] || depth > maxIncludeDepth {
@@ -175,9 +176,9 @@ func (r *resolver) resolve(c candidate) []element {
 					addConfig(p, depth+1)
 				}
 			case en.Section == "core" && en.Subsection == "" && en.Name == "hookspath" && en.HasValue:
-				if p, ok := r.configPath(en.Value, worktree); ok {
-					hooksPaths = append(hooksPaths, p)
-				}
+				hooksPaths = append(hooksPaths, en.Value)
+			case en.Section == "core" && en.Subsection == "" && en.Name == "worktree" && en.HasValue:
+				coreWorktree = en.Value
 			}
 		}
 	}
@@ -190,6 +191,13 @@ func (r *resolver) resolve(c candidate) []element {
 	}
 	addConfig(filepath.Join(gitdir, "config.worktree"), 0)
 
+	// core.worktree moves the work tree (relative to the git directory),
+	// and with it where a relative core.hooksPath points.
+	if coreWorktree != "" {
+		if p, ok := r.configPath(coreWorktree, gitdir); ok {
+			worktree = p
+		}
+	}
 	addHooks := func(ro role, p string, user bool) {
 		for i := 0; i <= maxIncludeDepth && p != "" && !seen[p]; i++ {
 			seen[p] = true
@@ -204,8 +212,10 @@ func (r *resolver) resolve(c candidate) []element {
 	if len(out) > n {
 		out[n].main = true
 	}
-	for _, p := range hooksPaths {
-		addHooks(roleHooksPath, p, false)
+	for _, h := range hooksPaths {
+		if p, ok := r.configPath(h, worktree); ok {
+			addHooks(roleHooksPath, p, false)
+		}
 	}
 	for _, h := range r.globalHooks {
 		if p, ok := r.configPath(h, worktree); ok {

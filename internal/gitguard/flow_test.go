@@ -345,3 +345,42 @@ printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > .git/config.worktree`)
 		t.Errorf("an idle server's journal: %q", notes)
 	}
 }
+
+// core.worktree is a plain setting, but it moves where the user's relative
+// core.hooksPath points: the hooks there are judged.
+func TestWorktreeMovesRelativeHooksPath(t *testing.T) {
+	ctl := newFixture(t)
+	attack := `mkdir -p evil/.githooks && printf '#!/bin/sh\n%s\n' "$PWN" > evil/.githooks/pre-commit && chmod +x evil/.githooks/pre-commit &&
+git init -q x && git -C x config core.worktree ../../evil`
+	for _, f := range []*fixture{ctl} {
+		os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	}
+	ctl.sh(attack)
+	if !ctl.userGit("x") {
+		t.Fatal("control: the planting does not run")
+	}
+	f := newFixture(t)
+	os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	f.start()
+	notes := f.call(attack)
+	if f.userGit("x") {
+		t.Errorf("it ran: %q", notes)
+	}
+}
+
+// A command that makes hundreds of repositories costs the end of its call
+// one run of git per distinct config, and the one that plants is found.
+func TestManyRepositories(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	began := time.Now()
+	notes := f.call(`git init -q r && for i in $(seq 1 400); do cp -r r r$i; done && git -C r233 config core.fsmonitor "$PWN"`)
+	d := time.Since(began)
+	t.Logf("400 repositories judged in %s", d)
+	if len(notes) != 1 || !strings.Contains(notes[0], "moved r233/.git aside") {
+		t.Errorf("notes: %q", notes)
+	}
+	if f.userGit("r233") {
+		t.Error("planted code ran")
+	}
+}

@@ -54,7 +54,7 @@ func FuzzResolve(f *testing.F) {
 		os.WriteFile(filepath.Join(g, "config"), config, 0o644)
 		os.WriteFile(filepath.Join(root, "c", "config"), config, 0o644)
 		list := func(b []byte) ([]entry, error) { return parseListing(b) }
-		gd := &Guard{cfg: Config{Roots: []Root{{Host: root}}}, list: list, listings: map[string]listing{},
+		gd := &Guard{cfg: Config{Roots: []Root{{Host: root}}}, list: list, listings: map[string]listing{}, byContent: map[[32]byte]listing{},
 			seen: map[string]bool{}, trusted: map[candidate][]element{}, suspect: map[candidate]string{}, ph: placeholders{}}
 		gd.res = resolver{home: root, list: gd.listCached, placeholder: gd.ph.pristine}
 		els := gd.res.resolve(candidate{entry: filepath.Join(root, "sub", ".git")})

@@ -1,6 +1,7 @@
 package gitguard
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -68,6 +69,9 @@ type Guard struct {
 	res      resolver
 	listings map[string]listing
 	seen     map[string]bool // listings used in this round
+	// byContent lists configs by the digest of their content, so that a
+	// thousand identical configs (git init's) cost one run of git.
+	byContent map[[sha256.Size]byte]listing
 	trusted  map[candidate][]element
 	suspect  map[candidate]string // judged harmful and not made harmless
 	running  int
@@ -104,8 +108,9 @@ func New(cfg Config) (*Guard, error) {
 	g := &Guard{
 		cfg:      cfg,
 		list:     noGit,
-		listings: map[string]listing{},
-		trusted:  map[candidate][]element{},
+		listings:  map[string]listing{},
+		byContent: map[[sha256.Size]byte]listing{},
+		trusted:   map[candidate][]element{},
 		suspect:  map[candidate]string{},
 		ph:       placeholders{},
 	}
@@ -252,10 +257,22 @@ func (g *Guard) listCached(path string, id ident, content []byte) ([]entry, erro
 	if l, ok := g.listings[path]; ok && l.id == id && id.exists() {
 		return l.entries, l.err
 	}
-	entries, err := g.list(content)
-	g.listings[path] = listing{id: id, entries: entries, err: err}
-	return entries, err
+	sum := sha256.Sum256(content)
+	l, ok := g.byContent[sum]
+	if !ok {
+		l.entries, l.err = g.list(content)
+		if len(g.byContent) >= maxByContent {
+			clear(g.byContent)
+		}
+		g.byContent[sum] = l
+	}
+	l.id = id
+	g.listings[path] = l
+	return l.entries, l.err
 }
+
+// maxByContent bounds the listings kept by content.
+const maxByContent = 4096
 
 // resolveAll resolves every candidate, and the user's own config files.
 func (g *Guard) resolveAll() map[candidate][]element {
