@@ -72,13 +72,13 @@ type Guard struct {
 	// byContent lists configs by the digest of their content, so that a
 	// thousand identical configs (git init's) cost one run of git.
 	byContent map[[sha256.Size]byte]listing
-	trusted  map[candidate][]element
-	suspect  map[candidate]string // judged harmful and not made harmless
-	running  int
-	ph       placeholders
-	broken   error // why the roots cannot be checked; calls are refused
-	journal  *journal
-	pending  []string // notes for the next call: what recovery did
+	trusted   map[candidate][]element
+	suspect   map[candidate]string // judged harmful and not made harmless
+	running   int
+	ph        placeholders
+	broken    error // why the roots cannot be checked; calls are refused
+	journal   *journal
+	pending   []string // notes for the next call: what recovery did
 }
 
 type listing struct {
@@ -106,13 +106,13 @@ var global = candidate{entry: ""}
 // New starts watching cfg.Roots. What it finds now is trusted.
 func New(cfg Config) (*Guard, error) {
 	g := &Guard{
-		cfg:      cfg,
-		list:     noGit,
+		cfg:       cfg,
+		list:      noGit,
 		listings:  map[string]listing{},
 		byContent: map[[sha256.Size]byte]listing{},
 		trusted:   map[candidate][]element{},
-		suspect:  map[candidate]string{},
-		ph:       placeholders{},
+		suspect:   map[candidate]string{},
+		ph:        placeholders{},
 	}
 	if cfg.Git != "" {
 		g.list = gitLister(cfg.Git)
