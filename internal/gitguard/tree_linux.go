@@ -57,7 +57,7 @@ type event struct {
 // maxWatched is the most directories the tree watches; past it the guard
 // walks instead (bounded memory: each watch costs the kernel about 1 KiB,
 // and the user's other tools share the per-user limit).
-const maxWatched = 100_000
+var maxWatched = 100_000
 
 // maxPending bounds events queued between two refreshes.
 const maxPending = 1 << 20

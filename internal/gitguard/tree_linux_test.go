@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -105,5 +106,26 @@ func TestTreeOverflow(t *testing.T) {
 	want := []candidate{{entry: filepath.Join(root, "x/y/.git")}}
 	if diff := cmp.Diff(want, tr.candidates(), cmp.AllowUnexported(candidate{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// Past the watch budget the guard walks instead, and still finds what a
+// call plants.
+func TestWalkWhenTooManyToWatch(t *testing.T) {
+	old := maxWatched
+	maxWatched = 30
+	defer func() { maxWatched = old }()
+	f := newFixture(t)
+	f.sh("git init -q && mkdir -p $(seq -f 'd%g' 1 10)")
+	g := f.start()
+	if _, ok := g.find.(*tree); !ok {
+		t.Fatalf("finder %T, want the watched tree while under the budget", g.find)
+	}
+	notes := f.call(`mkdir -p $(seq -f 'e%g/x' 1 30) && git init -q e7/x/sub && git -C e7/x/sub config core.fsmonitor "$PWN"`)
+	if _, ok := g.find.(*walkFinder); !ok {
+		t.Errorf("finder %T, want a walk past the budget", g.find)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "moved e7/x/sub/.git aside") || f.userGit("e7/x/sub") {
+		t.Errorf("notes %q", notes)
 	}
 }
