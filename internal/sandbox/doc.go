@@ -15,8 +15,11 @@
 // memory and disk within the limits, read the rest of the host filesystem,
 // and talk to its own loopback.
 //
-// Write protection inside the workspace covers git's hooks and config (see
-// plan.go), because the user's own git runs them later, outside any sandbox.
+// Nothing it leaves may run in the user's own git later, outside any
+// sandbox: [gitguard] says what of every repository in the writable roots
+// is read-only for a call (mounted so by plan.go's carve-outs), and judges,
+// once every process of a call is gone and before its result is returned,
+// the repositories the call made or changed (git_linux.go, run_linux.go).
 // Nothing it leaves runs with more rights later either: the setuid and
 // setgid bits and file capabilities are refused (seccomp_linux.go).
 //
