@@ -259,11 +259,11 @@ func piped(c *Command) bool {
 
 // startHelper starts a helper for c: with c's own files as its stdio, or
 // with pipes when c needs them (c nil: pipes, for a spare).
-func (s *Sandbox) startHelper(c *Command) (h *helperProc, err error) {
-	h = &helperProc{exited: make(chan struct{})}
+func (s *Sandbox) startHelper(c *Command) (_ *helperProc, err error) {
+	h := &helperProc{exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
-			h.discard()
+			h.discard() // h itself: the result is nil by now
 		}
 	}()
 	if s.os.cgroups != nil {
@@ -533,7 +533,9 @@ func (s *Sandbox) refillSpare() {
 	o.spareStarting = starting
 	o.spareMu.Unlock()
 
-	h, _ := s.startHelper(nil) // on failure the next call starts its own, and reports why
+	// On failure the next call starts its own helper, and reports why if
+	// that fails too (namespaces or processes may be back by then).
+	h, _ := s.startSpare()
 
 	o.spareMu.Lock()
 	o.spareStarting = nil
@@ -547,6 +549,17 @@ func (s *Sandbox) refillSpare() {
 	}
 	o.spare = h
 	o.spareMu.Unlock()
+}
+
+// startSpare starts a helper for no call yet. It runs on a goroutine of
+// its own, where a panic would end the server: it becomes an error.
+func (s *Sandbox) startSpare() (h *helperProc, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h, err = nil, bug(fmt.Errorf("start a spare helper: %v", r))
+		}
+	}()
+	return s.startHelper(nil)
 }
 
 func (s *Sandbox) keepSpare() {

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The server must outlive whatever its commands do to the machine it runs
+// on: these tests take away what it needs to start a sandbox while it
+// serves, and check that it says so on the call, then goes on.
+
+// serveInUserNS starts the server in a user namespace of its own, as uid
+// (and gid) id there, mapped to the host's hostID, through wrap (a command
+// that execs the rest, such as prlimit; nil for none). A test can then
+// change that namespace's limits without touching the machine's: they
+// bound what is made inside it only.
+func (e *env) serveInUserNS(id, hostID int, wrap []string, flags ...string) *session {
+	e.t.Helper()
+	argv := append(append(append([]string(nil), wrap...), serverBin, "--workspace", e.ws), flags...)
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		e.t.Skipf("needs %s: %v", argv[0], err)
+	}
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Env = e.vars
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: id, HostID: hostID, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: id, HostID: hostID, Size: 1}},
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "nsb-e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		e.t.Fatalf("connect: %v\nstderr: %s", err, stderr)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return &session{ClientSession: cs, cmd: cmd}
+}
+
+// setUserNSLimit writes a user.* sysctl (max_user_namespaces, say) of the
+// user namespace the server runs in, as root there (the server must run as
+// uid 0 in it): only namespaces made inside it count.
+func setUserNSLimit(t *testing.T, s *session, name string, value int) {
+	t.Helper()
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		t.Skipf("needs nsenter (util-linux): %v", err)
+	}
+	pid := strconv.Itoa(s.cmd.Process.Pid)
+	script := "echo " + strconv.Itoa(value) + " > /proc/sys/user/" + name
+	if out, err := exec.Command(nsenter, "--preserve-credentials", "--user", "--target", pid, "sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("set user.%s=%d in the server's user namespace: %v: %s", name, value, err, out)
+	}
+}
+
+// TestSurviveRefusedNamespaces takes away user namespaces from a serving
+// server, once its spare helper is ready: the call that gets the spare runs,
+// the spare that follows cannot start, and the next call says why instead
+// of finding the server gone. Then namespaces come back, and so do calls.
+func TestSurviveRefusedNamespaces(t *testing.T) {
+	e := newEnv(t)
+	// As root in its namespace (whoever runs the test), so that
+	// setUserNSLimit can change the limits there.
+	s := e.serveInUserNS(0, os.Getuid(), nil)
+	if res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"first"}}); res.IsError || out.Stdout != "first\n" {
+		t.Fatalf("first call: %q %+v", text(res), out)
+	}
+	spareHelpers(t, s)
+	setUserNSLimit(t, s, "max_user_namespaces", 0)
+	if res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"spare"}}); res.IsError || out.Stdout != "spare\n" {
+		t.Errorf("the call given the spare: %q %+v", text(res), out)
+	}
+	// The spare that follows cannot start; give it the time to try.
+	time.Sleep(500 * time.Millisecond)
+	res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"refused"}})
+	if !res.IsError || !strings.HasPrefix(out.Error, "sandbox setup failed:") || !strings.Contains(out.Error, "max_user_namespaces") {
+		t.Errorf("a call without namespaces: got isError=%v %q, want a setup failure naming user.max_user_namespaces", res.IsError, text(res))
+	}
+	t.Logf("without namespaces: %s", text(res))
+	setUserNSLimit(t, s, "max_user_namespaces", 1000)
+	for i := range 2 { // one that starts its own helper, one given the new spare
+		if res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"back"}}); res.IsError || out.Stdout != "back\n" {
+			t.Errorf("call %d once namespaces are back: %q %+v", i, text(res), out)
+		}
+	}
+}
