@@ -39,6 +39,9 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	fmt.Fprintf(stdout, "limits held   (each: value and mechanism)\n%s", sb.Mechanisms().Report(pol.Limits))
+	if f.processCap != "" {
+		fmt.Fprintf(stdout, "  note: %s\n", f.processCap)
+	}
 	fmt.Fprintf(stdout, "policy        %s\n", indent(pol.Describe()))
 	fmt.Fprintf(stdout, "verdict       ok: the policy holds (dry run in %s)\n", time.Since(began).Round(100*time.Microsecond))
 	return exitOK

@@ -54,10 +54,13 @@ type flags struct {
 	cpuTime       time.Duration
 	cpus          float64
 	allowNet      []string
-	check         bool
-	version       bool
-	help          bool
-	set           *pflag.FlagSet
+	// processCap says why commands get fewer processes than
+	// --max-processes asks, or is empty (set by buildPolicy).
+	processCap string
+	check      bool
+	version    bool
+	help       bool
+	set        *pflag.FlagSet
 }
 
 func newFlags() *flags {
@@ -196,6 +199,9 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 	if f.timeout < 0 {
 		o.NoTimeout = false
 	}
+	if err := capProcesses(f, &o.Limits); err != nil {
+		return nil, err
+	}
 	if int64(f.maxOutput) > policy.MaxMaxOutputBytes {
 		o.MaxOutputBytes = policy.MaxMaxOutputBytes + 1 // reported as out of range
 	}
@@ -216,6 +222,31 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 		o.GitName, o.GitEmail = gitIdentity(f.workspace)
 	}
 	return policy.New(o)
+}
+
+// capProcesses keeps the process limit of a command below the caller's
+// RLIMIT_NPROC, which the sandbox's processes count against with the
+// server's own: one command must not leave the server unable to make a
+// thread or start the next call's sandbox. A lower limit is stricter, never
+// weaker, so it applies without asking; --check says so.
+func capProcesses(f *flags, l *policy.Limits) error {
+	concurrent := f.maxConcurrent
+	if concurrent < 1 || concurrent > policy.MaxMaxConcurrent {
+		concurrent = policy.DefaultMaxConcurrent // refused later
+	}
+	limit, left := sandbox.ProcessesLeft(concurrent)
+	switch {
+	case limit == 0 || l.MaxProcesses > 0 && l.MaxProcesses <= left:
+		return nil
+	case left < 8:
+		return &sandbox.Refusal{
+			Cause: fmt.Sprintf("your process limit (RLIMIT_NPROC, ulimit -u) is %d, and the server keeps %d of it for itself: that leaves commands too few", limit, limit-left),
+			Fix:   "raise it (ulimit -u 4096 in the shell that starts the server), or lower --max-concurrent",
+		}
+	}
+	f.processCap = fmt.Sprintf("processes are capped at %d: your process limit (RLIMIT_NPROC, ulimit -u) is %d, and the server keeps %d of it for itself", left, limit, limit-left)
+	l.MaxProcesses = left
+	return nil
 }
 
 // fail prints err for the person launching the server and returns its exit

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +37,7 @@ func (e *env) serveInUserNS(id, hostID int, wrap []string, flags ...string) *ses
 		Cloneflags:  syscall.CLONE_NEWUSER,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: id, HostID: hostID, Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: id, HostID: hostID, Size: 1}},
+		Credential:  &syscall.Credential{Uid: uint32(id), Gid: uint32(id), NoSetGroups: true},
 	}
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
@@ -93,6 +96,80 @@ func TestSurviveRefusedNamespaces(t *testing.T) {
 	for i := range 2 { // one that starts its own helper, one given the new spare
 		if res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"back"}}); res.IsError || out.Stdout != "back\n" {
 			t.Errorf("call %d once namespaces are back: %q %+v", i, text(res), out)
+		}
+	}
+}
+
+// holdProcesses starts processes until a fork fails, then keeps them for
+// secs seconds: the shell that forks them dies at the first failure, and
+// the command's own process execs, so it needs no fork.
+func holdProcesses(secs int) map[string]any {
+	s := strconv.Itoa(secs)
+	return map[string]any{"command": "sh", "args": []string{"-c", "(while :; do sleep " + s + " & done) 2>/dev/null; exec sleep " + s}}
+}
+
+// TestSurviveProcessLimit runs the server under a low RLIMIT_NPROC, in a
+// user namespace of its own so that only its processes count: the
+// sandbox's processes count against the caller's limit, and a command that
+// takes every process the caller may have would leave the server none.
+func TestSurviveProcessLimit(t *testing.T) {
+	e := newEnv(t)
+	// As the caller, or as an unprivileged uid for root, whom RLIMIT_NPROC
+	// does not bind.
+	id := os.Getuid()
+	if id == 0 {
+		id = 4242
+		for _, p := range []string{e.home, filepath.Dir(e.home)} {
+			os.Chmod(p, 0o755)
+		}
+		filepath.WalkDir(e.home, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, id, id) })
+	}
+	const limit = 200
+	s := e.serveInUserNS(id, id, []string{"prlimit", "--nproc=" + strconv.Itoa(limit), "--"}, "--timeout", "60s")
+	if res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"first"}}); res.IsError || out.Stdout != "first\n" {
+		t.Fatalf("first call: %q %+v", text(res), out)
+	}
+
+	// One command alone is held below the caller's limit, and says so.
+	res, out := s.call(t, holdProcesses(2))
+	if !res.IsError || !strings.Contains(out.Error, "process limit") {
+		t.Errorf("a command that forks until it cannot: got isError=%v %q, want it stopped by the process limit", res.IsError, text(res))
+	}
+	t.Logf("one command: %s", strings.SplitN(text(res), "\n", 2)[0])
+	if res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"next"}}); res.IsError || out.Stdout != "next\n" {
+		t.Errorf("the call after it: %q %+v", text(res), out)
+	}
+
+	// Two together take every process the caller may have. A call that
+	// was running before them ends meanwhile, and its spare cannot start;
+	// one made meanwhile says why it cannot run.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	before := s.callAsync(ctx, map[string]any{"command": "sleep", "args": []string{"3"}})
+	time.Sleep(300 * time.Millisecond)
+	a := s.callAsync(ctx, holdProcesses(10))
+	b := s.callAsync(ctx, holdProcesses(10))
+	if r := <-before; r.err != nil {
+		t.Fatalf("the call made before them: %v", r.err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	res, out = s.call(t, map[string]any{"command": "echo", "args": []string{"meanwhile"}})
+	switch {
+	case !res.IsError && out.Stdout == "meanwhile\n":
+		t.Logf("a call found a process free meanwhile")
+	case !res.IsError || !strings.HasPrefix(out.Error, "sandbox setup failed:") || !strings.Contains(out.Error, "RLIMIT_NPROC"):
+		t.Errorf("a call made while no process is left: got isError=%v %q, want a setup failure naming RLIMIT_NPROC", res.IsError, text(res))
+	default:
+		t.Logf("meanwhile: %s", strings.SplitN(text(res), "\n", 2)[0])
+	}
+	for _, c := range []<-chan asyncResult{a, b} {
+		if r := <-c; r.err != nil {
+			t.Fatalf("a command holding processes: %v", r.err)
+		}
+	}
+	for i := range 2 {
+		if res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"after"}}); res.IsError || out.Stdout != "after\n" {
+			t.Errorf("call %d once the processes are gone: %q %+v", i, text(res), out)
 		}
 	}
 }

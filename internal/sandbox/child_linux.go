@@ -77,7 +77,11 @@ func currentRoot() (*rootID, error) {
 type report struct {
 	// Took says the helper has read its spec: one that dies before it
 	// never had the call, which can then go to another.
-	Took  bool        `json:"took,omitempty"`
+	Took bool `json:"took,omitempty"`
+	// Ready says the exec stage has applied every restriction and is about
+	// to run the command (or, for a probe, to exit 0): an exit reported
+	// without it is the exec stage's, not the command's.
+	Ready bool        `json:"ready,omitempty"`
 	Setup *SetupError `json:"setup,omitempty"`
 	Start *StartError `json:"start,omitempty"`
 	Exit  *exitReport `json:"exit,omitempty"`
@@ -610,6 +614,7 @@ func execMain() {
 	if err := installSeccomp(); err != nil {
 		fail(err)
 	}
+	sendReport(rep, report{Ready: true})
 	if s.Probe {
 		os.Exit(0)
 	}

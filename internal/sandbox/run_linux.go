@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -192,6 +193,9 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 			return res, r.Start
 		}
 	}
+	if err := endedBeforeReady(rs); err != nil {
+		return res, err
+	}
 	switch {
 	case cgo.oomKilled:
 		res.Limit = fmt.Sprintf("memory limit %s (cgroup)", policy.FormatSize(s.pol.Limits.MemoryBytes))
@@ -224,6 +228,29 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		return res, nil
 	}
 	return res, &SetupError{Op: "sandbox helper", Err: describeExit(waitErr)}
+}
+
+// endedBeforeReady returns the setup failure that an exit reported before
+// the exec stage was ready is: the exec stage ended (the Go runtime aborts
+// with status 2 when it cannot make a thread) before it ran the command,
+// whose status that is not. Otherwise nil.
+func endedBeforeReady(rs []report) *SetupError {
+	for _, r := range rs {
+		switch {
+		case r.Ready:
+			return nil
+		case r.Exit != nil && !r.Exit.TimedOut:
+			msg := fmt.Sprintf("ended with status %d before it ran the command", r.Exit.Code)
+			if r.Exit.Signal != 0 {
+				msg = "killed by " + unix.SignalName(syscall.Signal(r.Exit.Signal)) + " before it ran the command"
+			}
+			if why := processLimitReached(); why != "" {
+				msg += ": " + why
+			}
+			return &SetupError{Op: "exec stage", Err: msg}
+		}
+	}
+	return nil
 }
 
 // helperProc is a sandbox helper started in its namespaces (and cgroup),
@@ -361,6 +388,11 @@ func (s *Sandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	}()
 	if err := <-started; err != nil {
 		h.cmd = nil
+		if errors.Is(err, syscall.EAGAIN) {
+			if why := processLimitReached(); why != "" {
+				return nil, &SetupError{Op: "start the sandbox helper", Err: strings.TrimPrefix(err.Error(), "fork/exec /proc/self/exe: ") + ": " + why}
+			}
+		}
 		why, fix := diagnoseUserNS(err)
 		return nil, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix}
 	}
@@ -563,6 +595,9 @@ func (s *Sandbox) startSpare() (h *helperProc, err error) {
 }
 
 func (s *Sandbox) keepSpare() {
+	// The threads calls need, made now: while commands hold every process
+	// the caller may have, the runtime could make none, and it aborts.
+	prewarmThreads(serverThreads(s.pol.MaxConcurrent))
 	s.os.spareMu.Lock()
 	s.os.keepSpare = true
 	s.os.spareMu.Unlock()
@@ -598,16 +633,22 @@ func waitOutput(done ...<-chan struct{}) {
 }
 
 func describeExit(err error) string {
+	msg := strings.TrimPrefix(fmt.Sprint(err), "exec: ")
 	if err == nil {
-		return "exited without a report"
+		msg = "exited without a report"
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
+		msg = fmt.Sprintf("exited with status %d without a report", ee.ExitCode())
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + unix.SignalName(ws.Signal())
+			msg = "killed by " + unix.SignalName(ws.Signal())
 		}
-		return fmt.Sprintf("exited with status %d without a report", ee.ExitCode())
 	}
-	return strings.TrimPrefix(err.Error(), "exec: ")
+	// A helper that cannot make a thread aborts with status 2 (the Go
+	// runtime), having said so on the command's stderr.
+	if why := processLimitReached(); why != "" {
+		msg += ": " + why
+	}
+	return msg
 }
 
 // bug marks a state that cannot happen, so it reads as ours to fix.
