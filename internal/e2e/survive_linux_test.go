@@ -173,3 +173,25 @@ func TestSurviveProcessLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestSurviveLongReport names a program by a path far longer than a line of
+// the helper's report pipe used to be read (64 KiB): the report that it
+// could not start must still arrive, as what it is.
+func TestSurviveLongReport(t *testing.T) {
+	e := newEnv(t)
+	long := "./" + strings.Repeat("deep/", 20000) + "prog" // 100 KB: under the 128 KiB of one argv string
+	s := e.serve()
+	res, out := s.call(t, map[string]any{"command": long})
+	if !res.IsError || !strings.HasPrefix(out.Error, "failed to start") || !strings.Contains(out.Error, "file name too long") {
+		t.Errorf("a 100 KB program path: got isError=%v %.300q, want failed to start: file name too long", res.IsError, text(res))
+	}
+	if len(text(res)) > 4096 {
+		t.Errorf("the result echoes the whole path: %d bytes of text", len(text(res)))
+	}
+	if res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"next"}}); res.IsError || out.Stdout != "next\n" {
+		t.Errorf("the call after it: %q %+v", text(res), out)
+	}
+	if _, stderr, code := e.run(nil, long); code != 126 || !strings.Contains(stderr, "file name too long") {
+		t.Errorf("one-shot: got exit %d, stderr %.300q; want 126 and file name too long", code, stderr)
+	}
+}

@@ -124,7 +124,9 @@ func readSpec() (*spec, []byte, error) {
 
 func sendReport(w *os.File, r report) {
 	b, _ := json.Marshal(r)
-	w.Write(append(b, '\n')) // one write below PIPE_BUF: never interleaved
+	// One write: below PIPE_BUF (all but a start report with a long path)
+	// it is never interleaved with another stage's.
+	w.Write(append(b, '\n'))
 }
 
 func asSetupError(err error) *SetupError {

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -449,8 +448,10 @@ func (h *helperProc) attach(c *Command) (stdoutDone, stderrDone <-chan struct{})
 // else first). It returns false if the helper ended without taking it, or
 // ctx ended.
 func (h *helperProc) hand(ctx context.Context, raw []byte) bool {
-	// The pipe holds the spec (64 KiB; a spec is a few): this does not
-	// wait, and fails at once if the helper is long gone.
+	// The pipe holds the spec (64 KiB; a spec is a few, unless the call
+	// brings long arguments, which the helper, reading it first thing,
+	// takes at once): this does not wait, and fails at once if the helper
+	// is long gone.
 	_, err := h.specW.Write(raw)
 	h.specW.Close()
 	h.specW = nil
@@ -458,23 +459,13 @@ func (h *helperProc) hand(ctx context.Context, raw []byte) bool {
 	reports := make(chan []report, 1)
 	h.reports = reports
 	go func(repR *os.File) {
-		var rs []report
 		taken := false
-		sc := bufio.NewScanner(repR)
-		for sc.Scan() {
-			var r report
-			if json.Unmarshal(sc.Bytes(), &r) != nil {
-				continue
+		rs := readReports(repR, func() {
+			if !taken {
+				close(took)
 			}
-			if r.Took {
-				if !taken {
-					close(took)
-				}
-				taken = true
-				continue
-			}
-			rs = append(rs, r)
-		}
+			taken = true
+		})
 		reports <- rs
 	}(h.repR)
 	if err != nil {
