@@ -211,6 +211,7 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 	if u, err := user.Current(); err == nil {
 		o.User = u.Username
 		o.Home = u.HomeDir
+		o.AccountHome = u.HomeDir
 	}
 	if h, err := os.UserHomeDir(); err == nil && h != "" {
 		o.Home = h

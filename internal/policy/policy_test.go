@@ -104,14 +104,58 @@ func TestNewResolvesGrants(t *testing.T) {
 	}
 }
 
-func TestHomeGrantedByWorkspace(t *testing.T) {
+func TestHomeGrantedReadOnly(t *testing.T) {
 	root := tree(t)
-	p, err := New(Options{Workspace: root + "/home", Home: root + "/home", StateDir: root + "/state"})
+	p, err := New(Options{Workspace: root + "/data", ReadOnly: []string{root + "/home"}, Home: root + "/home", StateDir: root + "/state"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.HomeGranted || p.PrivateHome != "" || p.SandboxHome() != root+"/home" {
 		t.Errorf("got granted %v private %q HOME %q", p.HomeGranted, p.PrivateHome, p.SandboxHome())
+	}
+}
+
+// TestWritableHomeRefused: a writable grant over the home would let
+// commands write what the user's shell and git run later.
+func TestWritableHomeRefused(t *testing.T) {
+	root := tree(t)
+	if err := os.Symlink(root+"/home", root+"/homelink"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		o    Options
+		flag string
+		want string
+	}{
+		{"workspace is the home", Options{Workspace: root + "/home"}, "--workspace", `--workspace "` + root + `/home": is your home directory`},
+		{"workspace above the home", Options{Workspace: root}, "--workspace", "contains your home directory " + root + "/home"},
+		{"workspace through a symlink", Options{Workspace: root + "/homelink"}, "--workspace", `--workspace "` + root + `/homelink": is your home directory`},
+		{"writable home", Options{Workspace: root + "/data", Writable: []string{root + "/home/"}}, "--writable", `--writable "` + root + `/home/": is your home directory`},
+		{"writable above the home", Options{Workspace: root + "/data", Writable: []string{root}}, "--writable", "contains your home directory"},
+		{"the account's home", Options{Workspace: root + "/home", Home: root + "/data", AccountHome: root + "/home/"}, "--workspace", "is your home directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.o.Home == "" {
+				tt.o.Home = root + "/home"
+			}
+			tt.o.StateDir = root + "/state"
+			_, err := New(tt.o)
+			var fe *FlagError
+			if !errors.As(err, &fe) || fe.Flag != tt.flag || !strings.Contains(fe.Error(), tt.want) || !strings.Contains(fe.Hint, "--read-only") {
+				t.Fatalf("got %v, want %s refused: %q, with a hint", err, tt.flag, tt.want)
+			}
+		})
+	}
+	// Inside the home, and read-only over it, are what the hint offers.
+	for _, o := range []Options{
+		{Workspace: root + "/home/proj", Writable: []string{root + "/home/other"}},
+		{Workspace: root + "/data", ReadOnly: []string{root}},
+	} {
+		o.Home, o.StateDir = root+"/home", root+"/state"
+		if _, err := New(o); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
 	}
 }
 
