@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox"
 )
 
@@ -29,6 +31,9 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 	sb, err := sandbox.New(pol, caps)
 	if err == nil {
 		err = sb.DryRun()
+	}
+	if fe := (*policy.FlagError)(nil); errors.As(err, &fe) {
+		return fail(stderr, err) // a grant this machine's mounts make unsafe
 	}
 	if err != nil {
 		if r, ok := err.(*sandbox.Refusal); ok {

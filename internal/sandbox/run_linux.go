@@ -66,6 +66,9 @@ func (s *Sandbox) prepare() error {
 		}
 	}
 	s.os.static = planStatic(s.pol, hostFS{})
+	if err := checkAliasGrants(s.pol, s.os.static.homeAliases); err != nil {
+		return err
+	}
 	writable := append([]string{"/dev/shm"}, s.os.static.writable...)
 	s.os.landlock = landlockRules{
 		ReadOnly: []string{"/"},
