@@ -65,6 +65,9 @@ func (s *Sandbox) prepare() error {
 			s.os.cgroups = tree
 		}
 	}
+	if err := checkWritable(s.pol, s.os.uid, s.os.gid); err != nil {
+		return err
+	}
 	s.os.static = planStatic(s.pol, hostFS{})
 	if err := checkAliasGrants(s.pol, s.os.static.homeAliases); err != nil {
 		return err
