@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -61,10 +62,13 @@ type flags struct {
 	version    bool
 	help       bool
 	set        *pflag.FlagSet
+	// typed holds each flag's value as given on the command line (the
+	// last one for a flag given more than once), for messages.
+	typed map[string]string
 }
 
 func newFlags() *flags {
-	f := &flags{set: pflag.NewFlagSet(name, pflag.ContinueOnError)}
+	f := &flags{set: pflag.NewFlagSet(name, pflag.ContinueOnError), typed: map[string]string{}}
 	fs := f.set
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
@@ -110,10 +114,29 @@ func (s *sizeValue) Set(v string) error {
 	return nil
 }
 
+// setFlag sets one flag from the command line, keeping the value as typed.
+// A flag that needs a value and is given "--" took the separator for it:
+// the value was forgotten ("--allow-net", which says it is unavailable
+// whatever its value, aside).
+func (f *flags) setFlag(fl *pflag.Flag, value string) error {
+	if value == "--" && fl.NoOptDefVal == "" && fl.Name != "allow-net" {
+		return &usageError{
+			msg:  fmt.Sprintf("--%s needs a value, and got the -- that ends the options", fl.Name),
+			hint: fmt.Sprintf("give it one: --%s VALUE ... -- CMD [ARG...]", fl.Name),
+		}
+	}
+	f.typed[fl.Name] = value
+	return f.set.Set(fl.Name, value)
+}
+
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, version string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	f := newFlags()
-	err := f.set.Parse(args)
+	err := f.set.ParseAll(args, f.setFlag)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return fail(stderr, ue)
+	}
 	if err != nil {
 		return fail(stderr, &usageError{msg: err.Error(), hint: "run " + name + " --help for every option"})
 	}
@@ -124,6 +147,11 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	case f.version:
 		fmt.Fprintf(stdout, "%s %s\n", name, version)
 		return exitOK
+	}
+	// Before the arguments are checked: --allow-net took the -- of
+	// "--allow-net -- CMD" as its value, leaving CMD a stray argument.
+	if len(f.allowNet) > 0 {
+		return fail(stderr, &usageError{msg: "--allow-net is not available yet: commands have no network at all", hint: "drop --allow-net, and fetch what commands need before serving (into the workspace or a --read-only path)"})
 	}
 	var command []string
 	if dash := f.set.ArgsLenAtDash(); dash >= 0 {
@@ -136,9 +164,6 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		}
 	} else if len(f.set.Args()) > 0 {
 		return fail(stderr, &usageError{msg: fmt.Sprintf("unexpected argument %q", f.set.Args()[0]), hint: "to run one command, put it after --: " + name + " --workspace DIR -- CMD [ARG...]"})
-	}
-	if len(f.allowNet) > 0 {
-		return fail(stderr, &usageError{msg: "--allow-net is not available yet: commands have no network at all", hint: "drop --allow-net, and fetch what commands need before serving (into the workspace or a --read-only path)"})
 	}
 	if f.check && command != nil {
 		return fail(stderr, &usageError{msg: "--check runs no command", hint: "drop --check, or the command after --"})
@@ -199,15 +224,39 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 	if f.timeout < 0 {
 		o.NoTimeout = false
 	}
-	if err := capProcesses(f, &o.Limits); err != nil {
-		return nil, err
-	}
 	if int64(f.maxOutput) > policy.MaxMaxOutputBytes {
 		o.MaxOutputBytes = policy.MaxMaxOutputBytes + 1 // reported as out of range
 	}
 	if f.maxConcurrent == 0 {
 		o.MaxConcurrent = -1 // reported as out of range
 	}
+	if err := capProcesses(f, &o.Limits); err != nil {
+		return nil, err
+	}
+	caller(f, &o)
+	p, err := policy.New(o)
+	// A value is refused as it was typed, not as it was read (a size in
+	// other units, a number in another base, an internal stand-in).
+	var fe *policy.FlagError
+	if errors.As(err, &fe) {
+		if v, ok := f.typed[strings.TrimPrefix(fe.Flag, "--")]; ok && scalarFlags[fe.Flag] {
+			fe.Value = v
+		}
+	}
+	return p, err
+}
+
+// scalarFlags take one value each, which policy.New checks after reading
+// it: its errors quote the value read, which these replace with the value
+// typed.
+var scalarFlags = map[string]bool{
+	"--timeout": true, "--max-output": true, "--max-concurrent": true, "--memory": true,
+	"--max-processes": true, "--max-file-size": true, "--tmp-size": true, "--cpu-time": true, "--cpus": true,
+}
+
+// caller fills in who runs the server: login name, home, git identity and
+// the private homes' place.
+func caller(f *flags, o *policy.Options) {
 	if u, err := user.Current(); err == nil {
 		o.User = u.Username
 		o.Home = u.HomeDir
@@ -222,7 +271,6 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 	if f.workspace != "" {
 		o.GitName, o.GitEmail = gitIdentity(f.workspace)
 	}
-	return policy.New(o)
 }
 
 // capProcesses keeps the process limit of a command below the caller's

@@ -246,7 +246,13 @@ func TestParseSize(t *testing.T) {
 		{in: "512B", want: 512},
 		{in: "16KiB", want: 16 << 10},
 		{in: "16k", want: 16 << 10},
-		{in: "16 KB", want: 16 << 10},
+		{in: "16 KB", want: 16000}, // decimal, as in GNU coreutils
+		{in: "4GB", want: 4e9},
+		{in: "4gb", want: 4e9},
+		{in: "1.5MB", want: 1500000},
+		{in: "2TB", want: 2e12},
+		{in: "4GiB", want: 4 << 30},
+		{in: "3M", want: 3 << 20},
 		{in: "1.5MiB", want: 3 << 19},
 		{in: "2G", want: 2 << 30},
 		{in: "1TiB", want: 1 << 40},
@@ -262,10 +268,15 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q): got %d, %v; want %d (error %v)", tt.in, got, err, tt.want, tt.bad)
 		}
 	}
-	for _, n := range []int64{0, 1, 1023, 1024, 16 << 10, 1536, 3 << 19, 5 << 30} {
+	for _, n := range []int64{0, 1, 1023, 1024, 16 << 10, 1536, 3 << 19, 5 << 30, 4e9, 1.5e9, 512e6, 1234e6, 16000, 1e12} {
 		back, err := ParseSize(FormatSize(n))
-		if err != nil || back != n && n%1024 == 0 {
+		if err != nil || back != n && (n%1024 == 0 || n%100 == 0) {
 			t.Errorf("FormatSize(%d) = %q, read back as %d, %v", n, FormatSize(n), back, err)
+		}
+	}
+	for n, want := range map[int64]string{4 << 30: "4 GiB", 4e9: "4 GB", 1.5e9: "1.5 GB", 512e6: "512 MB", 1234e6: "1234 MB", 1536: "1.5 KiB", 100: "100 B", 256 << 10: "256 KiB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
