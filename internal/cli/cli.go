@@ -326,6 +326,7 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, comma
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
+	restore := saveTerminals(stdin, stdout, stderr)
 	res, err := sb.Run(ctx, &sandbox.Command{
 		Path:    command[0],
 		Args:    command[1:],
@@ -335,6 +336,7 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, comma
 		Timeout: pol.Timeout,
 		Signals: sigs,
 	})
+	restore() // before anything is written: the command may have left it raw
 	var se *sandbox.StartError
 	var setup *sandbox.SetupError
 	switch {
