@@ -20,9 +20,6 @@ import (
 // kernel's own access(2) does.
 func checkWritable(p *policy.Policy, uid, gid int) error {
 	for _, g := range p.Writable() {
-		if g.Path == p.Home || g.Path == p.PrivateHome {
-			continue
-		}
 		want := uint32(unix.W_OK)
 		if g.Dir {
 			want |= unix.X_OK
