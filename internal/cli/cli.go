@@ -82,7 +82,7 @@ func newFlags() *flags {
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", policy.DefaultMaxConcurrent, "commands running at once; more calls wait")
 	f.memory = sizeValue(policy.DefaultMemoryBytes)
 	fs.Var(&f.memory, "memory", "memory of one command (cgroup v2), else of each of its processes (RLIMIT_DATA); 0 for none")
-	fs.IntVar(&f.maxProcesses, "max-processes", policy.DefaultMaxProcesses, "processes and threads of one command at once; 0 for none (a root caller without cgroup v2 needs Linux 6.14+)")
+	fs.IntVar(&f.maxProcesses, "max-processes", policy.DefaultMaxProcesses, "processes and threads of one command at once, kept below your own ulimit -u; 0 for no other limit (a root caller without cgroup v2 needs Linux 6.14+)")
 	f.maxFileSize = sizeValue(policy.DefaultMaxFileBytes)
 	fs.Var(&f.maxFileSize, "max-file-size", "largest file a command may write; 0 for none")
 	f.tmpSize = sizeValue(policy.DefaultTmpBytes)

@@ -17,6 +17,8 @@
 //
 // Write protection inside the workspace covers git's hooks and config (see
 // plan.go), because the user's own git runs them later, outside any sandbox.
+// What is hidden is hidden by the filesystem object: wherever another mount
+// shows it too (alias.go).
 //
 // # Platform support
 //
