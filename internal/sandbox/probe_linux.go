@@ -73,10 +73,11 @@ func diagnoseUserNS(err error) (why, fix string) {
 	max := read("/proc/sys/user/max_user_namespaces")
 	switch {
 	case errors.Is(err, unix.ENOSPC) && max != "0":
-		// Namespaces work, but as many exist as allowed: the server's own
-		// calls, other sandboxes, containers.
-		return why + " (as many namespaces exist as allowed: user.max_user_namespaces is " + max + "; the other limits are in /proc/sys/user)",
-			"wait for other sandboxes or containers to end, or raise the limit: sudo sysctl -w user.max_user_namespaces=15000"
+		// Namespaces work, but as many exist as a limit allows: here, or
+		// in a user namespace this one is inside (a container's), whose
+		// value this one does not show.
+		return why + " (as many namespaces exist as a limit allows: user.max_user_namespaces, " + max + " here, or the same limit of the container the server runs in; the other limits are in /proc/sys/user)",
+			"wait for other sandboxes or containers to end, or raise the limit: sudo sysctl -w user.max_user_namespaces=15000 (on the host, or in the container's namespace)"
 	case read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
 		return why + " (AppArmor restricts unprivileged user namespaces, as on Ubuntu 23.10+)",
 			"allow them for this binary with an AppArmor profile that grants \"userns\", or system-wide with: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
