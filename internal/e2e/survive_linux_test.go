@@ -21,9 +21,8 @@ import (
 
 // serveInUserNS starts the server in a user namespace of its own, as uid
 // (and gid) id there, mapped to the host's hostID, through wrap (a command
-// that execs the rest, such as prlimit; nil for none). A test can then
-// change that namespace's limits without touching the machine's: they
-// bound what is made inside it only.
+// that execs the rest, such as prlimit; nil for none): the namespace's
+// limits (RLIMIT_NPROC counted there) bound what is made inside it only.
 func (e *env) serveInUserNS(id, hostID int, wrap []string, flags ...string) *session {
 	e.t.Helper()
 	argv := append(append(append([]string(nil), wrap...), serverBin, "--workspace", e.ws), flags...)
@@ -39,6 +38,12 @@ func (e *env) serveInUserNS(id, hostID int, wrap []string, flags ...string) *ses
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: id, HostID: hostID, Size: 1}},
 		Credential:  &syscall.Credential{Uid: uint32(id), Gid: uint32(id), NoSetGroups: true},
 	}
+	return e.connect(cmd)
+}
+
+// connect starts cmd, a server, and connects a client to it.
+func (e *env) connect(cmd *exec.Cmd) *session {
+	e.t.Helper()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "nsb-e2e", Version: "1"}, nil)
@@ -52,31 +57,13 @@ func (e *env) serveInUserNS(id, hostID int, wrap []string, flags ...string) *ses
 	return &session{ClientSession: cs, cmd: cmd}
 }
 
-// setUserNSLimit writes a user.* sysctl (max_user_namespaces, say) of the
-// user namespace the server runs in, as root there (the server must run as
-// uid 0 in it): only namespaces made inside it count.
-func setUserNSLimit(t *testing.T, s *session, name string, value int) {
-	t.Helper()
-	nsenter, err := exec.LookPath("nsenter")
-	if err != nil {
-		t.Skipf("needs nsenter (util-linux): %v", err)
-	}
-	pid := strconv.Itoa(s.cmd.Process.Pid)
-	script := "echo " + strconv.Itoa(value) + " > /proc/sys/user/" + name
-	if out, err := exec.Command(nsenter, "--preserve-credentials", "--user", "--target", pid, "sh", "-c", script).CombinedOutput(); err != nil {
-		t.Fatalf("set user.%s=%d in the server's user namespace: %v: %s", name, value, err, out)
-	}
-}
-
 // TestSurviveRefusedNamespaces takes away user namespaces from a serving
 // server, once its spare helper is ready: the call that gets the spare runs,
 // the spare that follows cannot start, and the next call says why instead
 // of finding the server gone. Then namespaces come back, and so do calls.
 func TestSurviveRefusedNamespaces(t *testing.T) {
 	e := newEnv(t)
-	// As root in its namespace (whoever runs the test), so that
-	// setUserNSLimit can change the limits there.
-	s := e.serveInUserNS(0, os.Getuid(), nil)
+	s := e.connect(e.wrapped("", "--workspace", e.ws))
 	if res, out := s.call(t, map[string]any{"command": "echo", "args": []string{"first"}}); res.IsError || out.Stdout != "first\n" {
 		t.Fatalf("first call: %q %+v", text(res), out)
 	}

@@ -3,22 +3,19 @@ package e2e
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
-// runAliased runs the binary with args in a mount namespace of its own
-// where other mounts show what the sandbox hides: the home (/mnt/home),
-// its .ssh (/mnt/ssh), /etc (/mnt/etc) and host /tmp (/mnt/tmp); and, as a
-// control, a directory that is not hidden (/mnt/src at /mnt/dst). The
-// binary runs as root in a user namespace of its own, so that it can make
-// those mounts whoever runs the test; nothing changes outside.
+// runAliased runs the binary with args where other mounts show what the
+// sandbox hides: the home (/mnt/home), its .ssh (/mnt/ssh), /etc
+// (/mnt/etc) and host /tmp (/mnt/tmp); and, as a control, a directory that
+// is not hidden (/mnt/src at /mnt/dst). The mounts are made in a mount
+// namespace of the test's own (see wrapped): nothing changes outside.
 func (e *env) runAliased(args ...string) (stdout, stderr string, code int) {
 	e.t.Helper()
-	script := `set -e
+	setup := `set -e
 mount -t tmpfs nsb-alias /mnt
 mkdir /mnt/home /mnt/ssh /mnt/etc /mnt/tmp /mnt/src /mnt/dst
 mount --bind "$HOME" /mnt/home
@@ -26,16 +23,8 @@ mount --bind "$HOME/.ssh" /mnt/ssh
 mount --bind /etc /mnt/etc
 mount --bind /tmp /mnt/tmp
 echo visible > /mnt/src/file
-mount --bind /mnt/src /mnt/dst
-exec "$0" "$@"`
-	cmd := exec.Command("/bin/sh", append([]string{"-c", script, serverBin}, args...)...)
-	cmd.Env = e.vars
-	cmd.Dir = e.ws
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-	}
+mount --bind /mnt/src /mnt/dst`
+	cmd := e.wrapped(setup, args...)
 	var o, s bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &s
 	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
