@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox"
 )
 
@@ -30,6 +32,9 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = sb.DryRun()
 	}
+	if fe := (*policy.FlagError)(nil); errors.As(err, &fe) {
+		return fail(stderr, err) // a grant this machine's mounts make unsafe
+	}
 	if err != nil {
 		if r, ok := err.(*sandbox.Refusal); ok {
 			fmt.Fprintf(stdout, "verdict       REFUSED: %s\n              fix: %s\n", r.Cause, r.Fix)
@@ -39,6 +44,9 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	fmt.Fprintf(stdout, "limits held   (each: value and mechanism)\n%s", sb.Mechanisms().Report(pol.Limits))
+	if f.processCap != "" {
+		fmt.Fprintf(stdout, "  note: %s\n", f.processCap)
+	}
 	fmt.Fprintf(stdout, "policy        %s\n", indent(pol.Describe()))
 	fmt.Fprintf(stdout, "verdict       ok: the policy holds (dry run in %s)\n", time.Since(began).Round(100*time.Microsecond))
 	return exitOK

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,14 +55,20 @@ type flags struct {
 	cpuTime       time.Duration
 	cpus          float64
 	allowNet      []string
-	check         bool
-	version       bool
-	help          bool
-	set           *pflag.FlagSet
+	// processCap says why commands get fewer processes than
+	// --max-processes asks, or is empty (set by buildPolicy).
+	processCap string
+	check      bool
+	version    bool
+	help       bool
+	set        *pflag.FlagSet
+	// typed holds each flag's value as given on the command line (the
+	// last one for a flag given more than once), for messages.
+	typed map[string]string
 }
 
 func newFlags() *flags {
-	f := &flags{set: pflag.NewFlagSet(name, pflag.ContinueOnError)}
+	f := &flags{set: pflag.NewFlagSet(name, pflag.ContinueOnError), typed: map[string]string{}}
 	fs := f.set
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
@@ -75,7 +82,7 @@ func newFlags() *flags {
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", policy.DefaultMaxConcurrent, "commands running at once; more calls wait")
 	f.memory = sizeValue(policy.DefaultMemoryBytes)
 	fs.Var(&f.memory, "memory", "memory of one command (cgroup v2), else of each of its processes (RLIMIT_DATA); 0 for none")
-	fs.IntVar(&f.maxProcesses, "max-processes", policy.DefaultMaxProcesses, "processes and threads of one command at once; 0 for none (a root caller without cgroup v2 needs Linux 6.14+)")
+	fs.IntVar(&f.maxProcesses, "max-processes", policy.DefaultMaxProcesses, "processes and threads of one command at once, kept below your own ulimit -u; 0 for no other limit (a root caller without cgroup v2 needs Linux 6.14+)")
 	f.maxFileSize = sizeValue(policy.DefaultMaxFileBytes)
 	fs.Var(&f.maxFileSize, "max-file-size", "largest file a command may write; 0 for none")
 	f.tmpSize = sizeValue(policy.DefaultTmpBytes)
@@ -107,10 +114,29 @@ func (s *sizeValue) Set(v string) error {
 	return nil
 }
 
+// setFlag sets one flag from the command line, keeping the value as typed.
+// A flag that needs a value and is given "--" took the separator for it:
+// the value was forgotten ("--allow-net", which says it is unavailable
+// whatever its value, aside).
+func (f *flags) setFlag(fl *pflag.Flag, value string) error {
+	if value == "--" && fl.NoOptDefVal == "" && fl.Name != "allow-net" {
+		return &usageError{
+			msg:  fmt.Sprintf("--%s needs a value, and got the -- that ends the options", fl.Name),
+			hint: fmt.Sprintf("give it one: --%s VALUE ... -- CMD [ARG...]", fl.Name),
+		}
+	}
+	f.typed[fl.Name] = value
+	return f.set.Set(fl.Name, value)
+}
+
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, version string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	f := newFlags()
-	err := f.set.Parse(args)
+	err := f.set.ParseAll(args, f.setFlag)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return fail(stderr, ue)
+	}
 	if err != nil {
 		return fail(stderr, &usageError{msg: err.Error(), hint: "run " + name + " --help for every option"})
 	}
@@ -121,6 +147,11 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	case f.version:
 		fmt.Fprintf(stdout, "%s %s\n", name, version)
 		return exitOK
+	}
+	// Before the arguments are checked: --allow-net took the -- of
+	// "--allow-net -- CMD" as its value, leaving CMD a stray argument.
+	if len(f.allowNet) > 0 {
+		return fail(stderr, &usageError{msg: "--allow-net is not available yet: commands have no network at all", hint: "drop --allow-net, and fetch what commands need before serving (into the workspace or a --read-only path)"})
 	}
 	var command []string
 	if dash := f.set.ArgsLenAtDash(); dash >= 0 {
@@ -133,9 +164,6 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		}
 	} else if len(f.set.Args()) > 0 {
 		return fail(stderr, &usageError{msg: fmt.Sprintf("unexpected argument %q", f.set.Args()[0]), hint: "to run one command, put it after --: " + name + " --workspace DIR -- CMD [ARG...]"})
-	}
-	if len(f.allowNet) > 0 {
-		return fail(stderr, &usageError{msg: "--allow-net is not available yet: commands have no network at all", hint: "drop --allow-net, and fetch what commands need before serving (into the workspace or a --read-only path)"})
 	}
 	if f.check && command != nil {
 		return fail(stderr, &usageError{msg: "--check runs no command", hint: "drop --check, or the command after --"})
@@ -202,9 +230,37 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 	if f.maxConcurrent == 0 {
 		o.MaxConcurrent = -1 // reported as out of range
 	}
+	if err := capProcesses(f, &o.Limits); err != nil {
+		return nil, err
+	}
+	caller(f, &o)
+	p, err := policy.New(o)
+	// A value is refused as it was typed, not as it was read (a size in
+	// other units, a number in another base, an internal stand-in).
+	var fe *policy.FlagError
+	if errors.As(err, &fe) {
+		if v, ok := f.typed[strings.TrimPrefix(fe.Flag, "--")]; ok && scalarFlags[fe.Flag] {
+			fe.Value = v
+		}
+	}
+	return p, err
+}
+
+// scalarFlags take one value each, which policy.New checks after reading
+// it: its errors quote the value read, which these replace with the value
+// typed.
+var scalarFlags = map[string]bool{
+	"--timeout": true, "--max-output": true, "--max-concurrent": true, "--memory": true,
+	"--max-processes": true, "--max-file-size": true, "--tmp-size": true, "--cpu-time": true, "--cpus": true,
+}
+
+// caller fills in who runs the server: login name, home, git identity and
+// the private homes' place.
+func caller(f *flags, o *policy.Options) {
 	if u, err := user.Current(); err == nil {
 		o.User = u.Username
 		o.Home = u.HomeDir
+		o.AccountHome = u.HomeDir
 	}
 	if h, err := os.UserHomeDir(); err == nil && h != "" {
 		o.Home = h
@@ -215,7 +271,31 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 	if f.workspace != "" {
 		o.GitName, o.GitEmail = gitIdentity(f.workspace)
 	}
-	return policy.New(o)
+}
+
+// capProcesses keeps the process limit of a command below the caller's
+// RLIMIT_NPROC, which the sandbox's processes count against with the
+// server's own: one command must not leave the server unable to make a
+// thread or start the next call's sandbox. A lower limit is stricter, never
+// weaker, so it applies without asking; --check says so.
+func capProcesses(f *flags, l *policy.Limits) error {
+	concurrent := f.maxConcurrent
+	if concurrent < 1 || concurrent > policy.MaxMaxConcurrent {
+		concurrent = policy.DefaultMaxConcurrent // refused later
+	}
+	limit, left := sandbox.ProcessesLeft(concurrent)
+	switch {
+	case limit == 0 || l.MaxProcesses > 0 && l.MaxProcesses <= left:
+		return nil
+	case left < 8:
+		return &sandbox.Refusal{
+			Cause: fmt.Sprintf("your process limit (RLIMIT_NPROC, ulimit -u) is %d, and the server keeps %d of it for itself: that leaves commands too few", limit, limit-left),
+			Fix:   "raise it (ulimit -u 4096 in the shell that starts the server), or lower --max-concurrent",
+		}
+	}
+	f.processCap = fmt.Sprintf("processes are capped at %d: your process limit (RLIMIT_NPROC, ulimit -u) is %d, and the server keeps %d of it for itself", left, limit, limit-left)
+	l.MaxProcesses = left
+	return nil
 }
 
 // fail prints err for the person launching the server and returns its exit
@@ -246,6 +326,7 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, comma
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
+	restore := saveTerminals(stdin, stdout, stderr)
 	res, err := sb.Run(ctx, &sandbox.Command{
 		Path:    command[0],
 		Args:    command[1:],
@@ -255,6 +336,7 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, comma
 		Timeout: pol.Timeout,
 		Signals: sigs,
 	})
+	restore() // before anything is written: the command may have left it raw
 	for _, n := range res.Notes {
 		fmt.Fprintf(stderr, "%s: note: %s\n", name, n)
 	}

@@ -24,7 +24,8 @@ Options:
 `, name)
 	b.WriteString(f.set.FlagUsagesWrapped(100))
 	fmt.Fprintf(&b, `
-Sizes take B, KiB, MiB or GiB; durations take s, m or h (50s, 2m).
+Sizes take B; K, M, G or KiB, MiB, GiB (powers of 1024); or KB, MB, GB
+(powers of 1000, as in GNU coreutils). Durations take s, m or h (50s, 2m).
 Limits are per command. Without a delegated cgroup v2, memory is limited per
 process (RLIMIT_DATA); --check says what holds each limit here.
 A one-shot command (after --) has no time limit unless --timeout is given, and

@@ -69,6 +69,11 @@ type Options struct {
 	// Home is the caller's home directory: hidden, and replaced by a private
 	// one. If empty, no home is hidden beyond the credential masks.
 	Home string
+	// AccountHome is the home the user database names, when it is not
+	// Home (HOME set elsewhere): the caller's shell still reads it at
+	// login, so a writable grant may not contain it either. If empty, only
+	// Home is checked.
+	AccountHome string
 	// StateDir holds the private homes (one per workspace). If empty, the
 	// private home is not created and HOME points at /tmp.
 	StateDir string
@@ -97,9 +102,10 @@ type Policy struct {
 	// Home is the caller's home directory; empty if there is none. It is
 	// hidden unless HomeGranted.
 	Home string
-	// HomeGranted is set when a grant covers Home (--workspace ~, say): the
-	// user chose to show it, so it is neither hidden nor replaced, and only
-	// the credential masks apply.
+	// HomeGranted is set when a read-only grant covers Home (--read-only ~,
+	// say): the user chose to show it, so it is neither hidden nor
+	// replaced, and only the credential masks apply. (A writable grant
+	// over Home is refused.)
 	HomeGranted bool
 	// PrivateHome is the host directory mounted over Home inside the sandbox
 	// so tool caches persist; empty if there is none.
@@ -182,6 +188,7 @@ func New(o Options) (*Policy, error) {
 	p.Grants = append(p.Grants, Grant{Path: ws, Writable: true, Dir: true, Flag: "--workspace"})
 
 	seen := map[string]string{ws: "--workspace"}
+	typed := map[string]string{ws: o.Workspace} // grant path -> as given
 	add := func(flag string, raw []string, writable bool) error {
 		for _, r := range raw {
 			path, isDir, err := resolve(flag, r)
@@ -198,6 +205,7 @@ func New(o Options) (*Policy, error) {
 				return &FlagError{Flag: flag, Value: r, Err: fmt.Sprintf("also given as %s", prev), Hint: "grant each path once, either --read-only or --writable"}
 			}
 			seen[path] = flag
+			typed[path] = r
 			p.Grants = append(p.Grants, Grant{Path: path, Writable: writable, Dir: isDir, Flag: flag})
 		}
 		return nil
@@ -216,7 +224,16 @@ func New(o Options) (*Policy, error) {
 			}
 		}
 	}
+	homes := []string{p.Home}
+	if h, err := filepath.EvalSymlinks(o.AccountHome); o.AccountHome != "" && err == nil && h != p.Home {
+		homes = append(homes, h)
+	}
 	for _, g := range p.Grants {
+		for _, h := range homes {
+			if h != "" && g.Writable && Within(h, g.Path) {
+				return nil, writableHome(g, typed[g.Path], h)
+			}
+		}
 		if p.Home != "" && Within(p.Home, g.Path) {
 			p.HomeGranted = true
 		}
@@ -241,6 +258,27 @@ func New(o Options) (*Policy, error) {
 	}
 	p.env = env
 	return p, nil
+}
+
+// writableHome refuses a writable grant g (given as raw) that contains the
+// home directory h. Commands could then write what the user's shell, git
+// and desktop read and run later, outside any sandbox: ~/.bashrc,
+// ~/.profile, ~/.gitconfig, ~/.local/bin, ~/.config/autostart, and more
+// that no list would hold. Protecting those would be a deny-list, never
+// complete (the reason the home is hidden rather than its secrets
+// masked), so the grant is refused: a project inside the home, and
+// --read-only for the home itself, give what such a grant was for.
+func writableHome(g Grant, raw, h string) *FlagError {
+	what := "is your home directory"
+	if g.Path != h {
+		what = "contains your home directory " + h
+	}
+	return &FlagError{
+		Flag:  g.Flag,
+		Value: raw,
+		Err:   what + ": commands could write ~/.bashrc, ~/.profile, ~/.gitconfig and ~/.local/bin, which run outside the sandbox later",
+		Hint:  "pass a project directory inside it (" + g.Flag + " " + filepath.Join(h, "project") + "), and --read-only " + h + " if commands must read the rest",
+	}
 }
 
 func checkLimits(l Limits) error {

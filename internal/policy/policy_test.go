@@ -104,14 +104,58 @@ func TestNewResolvesGrants(t *testing.T) {
 	}
 }
 
-func TestHomeGrantedByWorkspace(t *testing.T) {
+func TestHomeGrantedReadOnly(t *testing.T) {
 	root := tree(t)
-	p, err := New(Options{Workspace: root + "/home", Home: root + "/home", StateDir: root + "/state"})
+	p, err := New(Options{Workspace: root + "/data", ReadOnly: []string{root + "/home"}, Home: root + "/home", StateDir: root + "/state"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.HomeGranted || p.PrivateHome != "" || p.SandboxHome() != root+"/home" {
 		t.Errorf("got granted %v private %q HOME %q", p.HomeGranted, p.PrivateHome, p.SandboxHome())
+	}
+}
+
+// TestWritableHomeRefused: a writable grant over the home would let
+// commands write what the user's shell and git run later.
+func TestWritableHomeRefused(t *testing.T) {
+	root := tree(t)
+	if err := os.Symlink(root+"/home", root+"/homelink"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		o    Options
+		flag string
+		want string
+	}{
+		{"workspace is the home", Options{Workspace: root + "/home"}, "--workspace", `--workspace "` + root + `/home": is your home directory`},
+		{"workspace above the home", Options{Workspace: root}, "--workspace", "contains your home directory " + root + "/home"},
+		{"workspace through a symlink", Options{Workspace: root + "/homelink"}, "--workspace", `--workspace "` + root + `/homelink": is your home directory`},
+		{"writable home", Options{Workspace: root + "/data", Writable: []string{root + "/home/"}}, "--writable", `--writable "` + root + `/home/": is your home directory`},
+		{"writable above the home", Options{Workspace: root + "/data", Writable: []string{root}}, "--writable", "contains your home directory"},
+		{"the account's home", Options{Workspace: root + "/home", Home: root + "/data", AccountHome: root + "/home/"}, "--workspace", "is your home directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.o.Home == "" {
+				tt.o.Home = root + "/home"
+			}
+			tt.o.StateDir = root + "/state"
+			_, err := New(tt.o)
+			var fe *FlagError
+			if !errors.As(err, &fe) || fe.Flag != tt.flag || !strings.Contains(fe.Error(), tt.want) || !strings.Contains(fe.Hint, "--read-only") {
+				t.Fatalf("got %v, want %s refused: %q, with a hint", err, tt.flag, tt.want)
+			}
+		})
+	}
+	// Inside the home, and read-only over it, are what the hint offers.
+	for _, o := range []Options{
+		{Workspace: root + "/home/proj", Writable: []string{root + "/home/other"}},
+		{Workspace: root + "/data", ReadOnly: []string{root}},
+	} {
+		o.Home, o.StateDir = root+"/home", root+"/state"
+		if _, err := New(o); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
 	}
 }
 
@@ -202,7 +246,13 @@ func TestParseSize(t *testing.T) {
 		{in: "512B", want: 512},
 		{in: "16KiB", want: 16 << 10},
 		{in: "16k", want: 16 << 10},
-		{in: "16 KB", want: 16 << 10},
+		{in: "16 KB", want: 16000}, // decimal, as in GNU coreutils
+		{in: "4GB", want: 4e9},
+		{in: "4gb", want: 4e9},
+		{in: "1.5MB", want: 1500000},
+		{in: "2TB", want: 2e12},
+		{in: "4GiB", want: 4 << 30},
+		{in: "3M", want: 3 << 20},
 		{in: "1.5MiB", want: 3 << 19},
 		{in: "2G", want: 2 << 30},
 		{in: "1TiB", want: 1 << 40},
@@ -218,10 +268,15 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q): got %d, %v; want %d (error %v)", tt.in, got, err, tt.want, tt.bad)
 		}
 	}
-	for _, n := range []int64{0, 1, 1023, 1024, 16 << 10, 1536, 3 << 19, 5 << 30} {
+	for _, n := range []int64{0, 1, 1023, 1024, 16 << 10, 1536, 3 << 19, 5 << 30, 4e9, 1.5e9, 512e6, 1234e6, 16000, 1e12} {
 		back, err := ParseSize(FormatSize(n))
-		if err != nil || back != n && n%1024 == 0 {
+		if err != nil || back != n && (n%1024 == 0 || n%100 == 0) {
 			t.Errorf("FormatSize(%d) = %q, read back as %d, %v", n, FormatSize(n), back, err)
+		}
+	}
+	for n, want := range map[int64]string{4 << 30: "4 GiB", 4e9: "4 GB", 1.5e9: "1.5 GB", 512e6: "512 MB", 1234e6: "1234 MB", 1536: "1.5 KiB", 100: "100 B", 256 << 10: "256 KiB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

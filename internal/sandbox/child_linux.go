@@ -77,7 +77,11 @@ func currentRoot() (*rootID, error) {
 type report struct {
 	// Took says the helper has read its spec: one that dies before it
 	// never had the call, which can then go to another.
-	Took  bool        `json:"took,omitempty"`
+	Took bool `json:"took,omitempty"`
+	// Ready says the exec stage has applied every restriction and is about
+	// to run the command (or, for a probe, to exit 0): an exit reported
+	// without it is the exec stage's, not the command's.
+	Ready bool        `json:"ready,omitempty"`
 	Setup *SetupError `json:"setup,omitempty"`
 	Start *StartError `json:"start,omitempty"`
 	Exit  *exitReport `json:"exit,omitempty"`
@@ -120,7 +124,9 @@ func readSpec() (*spec, []byte, error) {
 
 func sendReport(w *os.File, r report) {
 	b, _ := json.Marshal(r)
-	w.Write(append(b, '\n')) // one write below PIPE_BUF: never interleaved
+	// One write: below PIPE_BUF (all but a start report with a long path)
+	// it is never interleaved with another stage's.
+	w.Write(append(b, '\n'))
 }
 
 func asSetupError(err error) *SetupError {
@@ -617,6 +623,7 @@ func execMain() {
 	if err := installSeccomp(); err != nil {
 		fail(err)
 	}
+	sendReport(rep, report{Ready: true})
 	if s.Probe {
 		os.Exit(0)
 	}

@@ -28,6 +28,9 @@
 // as an unprivileged uid of its own, and reaches the granted paths, and only
 // those, as root, through idmapped mounts (rootcaller_linux.go).
 //
+// What is hidden is hidden by the filesystem object: wherever another mount
+// shows it too (alias.go).
+//
 // # Platform support
 //
 // Linux (amd64, arm64): user, mount, pid, net, ipc, uts and cgroup

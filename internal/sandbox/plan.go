@@ -106,12 +106,16 @@ func (hostFS) ReadFile(p string) ([]byte, error) { return os.ReadFile(p) }
 type staticPlan struct {
 	ops      []mountOp
 	writable []string // writable roots inside the sandbox, for Landlock
+	// homeAliases are the other mounts of the caller's whole home, which
+	// no writable grant may contain (checkAliasGrants).
+	homeAliases []string
 }
 
 // planStatic computes the steps every call shares.
 func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 	var sp staticPlan
 	var regions []region
+	aliases := findAliases(p, fsys)
 
 	for _, d := range policy.PrivateDirs {
 		if exists, dir, _ := fsys.Lstat(d); exists && dir {
@@ -128,6 +132,36 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: p.Home, Dir: true, Mode: 0o755})
 		}
 		regions = append(regions, region{p.Home, true})
+	}
+	for _, a := range aliases[p.Home] {
+		if !a.Part {
+			sp.homeAliases = append(sp.homeAliases, a.Path)
+		}
+	}
+	// Where another mount shows a hidden tree, it is hidden there too: an
+	// empty directory, read-only. (Hidden by the object, not the path.)
+	var hiddenTrees []string
+	for _, r := range regions {
+		hiddenTrees = append(hiddenTrees, r.path)
+	}
+	shown := map[string]bool{} // paths a grant shows as the user asked
+	for _, g := range p.Grants {
+		shown[g.Path] = true
+	}
+	aliasSeen := map[string]bool{}
+	for _, t := range hiddenTrees {
+		for _, a := range aliases[t] {
+			if aliasSeen[a.Path] || shown[a.Path] || hiddenAt(regions, a.Path) {
+				continue
+			}
+			aliasSeen[a.Path] = true
+			if _, dir, _ := fsys.Lstat(a.Path); !dir {
+				sp.ops = append(sp.ops, mountOp{Kind: opMask, Path: a.Path})
+				continue
+			}
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: a.Path, Dir: true, Mode: 0o755})
+			regions = append(regions, region{a.Path, true})
+		}
 	}
 	for _, g := range p.Grants {
 		regions = append(regions, region{g.Path, false})
@@ -158,13 +192,20 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 		}
 	}
 
-	// Credential masks, wherever the sandbox would show them.
-	mask := func(path string) {
+	// Credential masks, wherever the sandbox would show them: at their own
+	// path and wherever another mount shows them.
+	var mask func(path string, alias bool)
+	mask = func(path string, alias bool) {
 		exists, dir, symlink := fsys.Lstat(path)
 		if !exists || symlink {
 			return // a symlink leads elsewhere; its target is masked or hidden on its own
 		}
-		if r := inRegion(path); r != nil && r.hidden {
+		if !alias {
+			for _, a := range aliases[path] {
+				mask(a.Path, true)
+			}
+		}
+		if r := inRegion(path); r != nil && r.hidden || aliasSeen[path] {
 			return // not visible anyway
 		}
 		for _, g := range p.Grants {
@@ -172,6 +213,7 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 				return // granted by name: the user asked for it
 			}
 		}
+		aliasSeen[path] = true
 		if dir {
 			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: path, Dir: true, Mode: 0o700})
 		} else {
@@ -180,11 +222,11 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 	}
 	for _, h := range homeDirs(p, fsys) {
 		for _, c := range policy.Credentials {
-			mask(filepath.Join(h, c))
+			mask(filepath.Join(h, c), false)
 		}
 	}
 	for _, s := range policy.SystemSecrets {
-		mask(s)
+		mask(s, false)
 	}
 	// A read-only grant inside a mask is shown again, by name.
 	for _, g := range p.Grants {
@@ -211,6 +253,37 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 	}
 	sortOps(sp.ops)
 	return sp
+}
+
+// findAliases asks fsys, if it can tell, where else the trees and files
+// the plan hides show: the private directories, the home, and every
+// credential and system secret.
+func findAliases(p *policy.Policy, fsys fsInfo) map[string][]alias {
+	af, ok := fsys.(aliasFinder)
+	if !ok {
+		return nil
+	}
+	paths := append([]string(nil), policy.PrivateDirs...)
+	if p.Home != "" {
+		paths = append(paths, p.Home)
+	}
+	for _, h := range homeDirs(p, fsys) {
+		for _, c := range policy.Credentials {
+			paths = append(paths, filepath.Join(h, c))
+		}
+	}
+	paths = append(paths, policy.SystemSecrets...)
+	return af.Aliases(paths)
+}
+
+// hiddenAt reports whether path lies in a hidden region.
+func hiddenAt(regions []region, path string) bool {
+	for _, r := range regions {
+		if r.hidden && policy.Within(path, r.path) {
+			return true
+		}
+	}
+	return false
 }
 
 // region is a tree the plan puts somewhere: a private or hidden one, or a

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -79,13 +80,20 @@ func diagnoseUserNS(err error) (why, fix string) {
 		b, _ := os.ReadFile(p)
 		return strings.TrimSpace(string(b))
 	}
+	max := read("/proc/sys/user/max_user_namespaces")
 	switch {
+	case errors.Is(err, unix.ENOSPC) && max != "0":
+		// Namespaces work, but as many exist as a limit allows: here, or
+		// in a user namespace this one is inside (a container's), whose
+		// value this one does not show.
+		return why + " (as many namespaces exist as a limit allows: user.max_user_namespaces, " + max + " here, or the same limit of the container the server runs in; the other limits are in /proc/sys/user)",
+			"wait for other sandboxes or containers to end, or raise the limit: sudo sysctl -w user.max_user_namespaces=15000 (on the host, or in the container's namespace)"
 	case read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
 		return why + " (AppArmor restricts unprivileged user namespaces, as on Ubuntu 23.10+)",
 			"allow them for this binary with an AppArmor profile that grants \"userns\", or system-wide with: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
 	case read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
 		return why + " (kernel.unprivileged_userns_clone is 0)", "sudo sysctl -w kernel.unprivileged_userns_clone=1"
-	case read("/proc/sys/user/max_user_namespaces") == "0":
+	case max == "0":
 		return why + " (user.max_user_namespaces is 0)", "sudo sysctl -w user.max_user_namespaces=15000"
 	}
 	return why, "allow unprivileged user namespaces; inside a container, allow unshare and clone of user namespaces (for Docker: --security-opt seccomp=unconfined --security-opt apparmor=unconfined)"

@@ -1,9 +1,9 @@
 package sandbox
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -75,7 +75,13 @@ func (s *Sandbox) prepare() error {
 			s.os.cgroups = tree
 		}
 	}
+	if err := checkWritable(s.pol, s.os.uid, s.os.gid); err != nil {
+		return err
+	}
 	s.os.static = planStatic(s.pol, hostFS{})
+	if err := checkAliasGrants(s.pol, s.os.static.homeAliases); err != nil {
+		return err
+	}
 	writable := append([]string{"/dev/shm"}, s.os.static.writable...)
 	s.os.landlock = landlockRules{
 		ReadOnly: []string{"/"},
@@ -216,6 +222,9 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 			return res, r.Start
 		}
 	}
+	if err := endedBeforeReady(rs); err != nil {
+		return res, err
+	}
 	switch {
 	case cgo.oomKilled:
 		res.Limit = fmt.Sprintf("memory limit %s (cgroup)", policy.FormatSize(s.pol.Limits.MemoryBytes))
@@ -248,6 +257,29 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		return res, nil
 	}
 	return res, &SetupError{Op: "sandbox helper", Err: describeExit(waitErr)}
+}
+
+// endedBeforeReady returns the setup failure that an exit reported before
+// the exec stage was ready is: the exec stage ended (the Go runtime aborts
+// with status 2 when it cannot make a thread) before it ran the command,
+// whose status that is not. Otherwise nil.
+func endedBeforeReady(rs []report) *SetupError {
+	for _, r := range rs {
+		switch {
+		case r.Ready:
+			return nil
+		case r.Exit != nil && !r.Exit.TimedOut:
+			msg := fmt.Sprintf("ended with status %d before it ran the command", r.Exit.Code)
+			if r.Exit.Signal != 0 {
+				msg = "killed by " + unix.SignalName(syscall.Signal(r.Exit.Signal)) + " before it ran the command"
+			}
+			if why := processLimitReached(); why != "" {
+				msg += ": " + why
+			}
+			return &SetupError{Op: "exec stage", Err: msg}
+		}
+	}
+	return nil
 }
 
 // helperProc is a sandbox helper started in its namespaces (and cgroup),
@@ -283,11 +315,11 @@ func piped(c *Command) bool {
 
 // startHelper starts a helper for c: with c's own files as its stdio, or
 // with pipes when c needs them (c nil: pipes, for a spare).
-func (s *Sandbox) startHelper(c *Command) (h *helperProc, err error) {
-	h = &helperProc{exited: make(chan struct{})}
+func (s *Sandbox) startHelper(c *Command) (_ *helperProc, err error) {
+	h := &helperProc{exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
-			h.discard()
+			h.discard() // h itself: the result is nil by now
 		}
 	}()
 	if s.os.cgroups != nil {
@@ -397,6 +429,11 @@ func (s *Sandbox) startHelper(c *Command) (h *helperProc, err error) {
 	}()
 	if err := <-started; err != nil {
 		h.cmd = nil
+		if errors.Is(err, syscall.EAGAIN) {
+			if why := processLimitReached(); why != "" {
+				return nil, &SetupError{Op: "start the sandbox helper", Err: strings.TrimPrefix(err.Error(), "fork/exec /proc/self/exe: ") + ": " + why}
+			}
+		}
 		why, fix := diagnoseUserNS(err)
 		return nil, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix}
 	}
@@ -453,8 +490,10 @@ func (h *helperProc) attach(c *Command) (stdoutDone, stderrDone <-chan struct{})
 // else first). It returns false if the helper ended without taking it, or
 // ctx ended.
 func (h *helperProc) hand(ctx context.Context, raw []byte) bool {
-	// The pipe holds the spec (64 KiB; a spec is a few): this does not
-	// wait, and fails at once if the helper is long gone.
+	// The pipe holds the spec (64 KiB; a spec is a few, unless the call
+	// brings long arguments, which the helper, reading it first thing,
+	// takes at once): this does not wait, and fails at once if the helper
+	// is long gone.
 	_, err := h.specW.Write(raw)
 	h.specW.Close()
 	h.specW = nil
@@ -462,23 +501,13 @@ func (h *helperProc) hand(ctx context.Context, raw []byte) bool {
 	reports := make(chan []report, 1)
 	h.reports = reports
 	go func(repR *os.File) {
-		var rs []report
 		taken := false
-		sc := bufio.NewScanner(repR)
-		for sc.Scan() {
-			var r report
-			if json.Unmarshal(sc.Bytes(), &r) != nil {
-				continue
+		rs := readReports(repR, func() {
+			if !taken {
+				close(took)
 			}
-			if r.Took {
-				if !taken {
-					close(took)
-				}
-				taken = true
-				continue
-			}
-			rs = append(rs, r)
-		}
+			taken = true
+		})
 		reports <- rs
 	}(h.repR)
 	if err != nil {
@@ -569,7 +598,9 @@ func (s *Sandbox) refillSpare() {
 	o.spareStarting = starting
 	o.spareMu.Unlock()
 
-	h, _ := s.startHelper(nil) // on failure the next call starts its own, and reports why
+	// On failure the next call starts its own helper, and reports why if
+	// that fails too (namespaces or processes may be back by then).
+	h, _ := s.startSpare()
 
 	o.spareMu.Lock()
 	o.spareStarting = nil
@@ -585,7 +616,21 @@ func (s *Sandbox) refillSpare() {
 	o.spareMu.Unlock()
 }
 
+// startSpare starts a helper for no call yet. It runs on a goroutine of
+// its own, where a panic would end the server: it becomes an error.
+func (s *Sandbox) startSpare() (h *helperProc, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h, err = nil, bug(fmt.Errorf("start a spare helper: %v", r))
+		}
+	}()
+	return s.startHelper(nil)
+}
+
 func (s *Sandbox) keepSpare() {
+	// The threads calls need, made now: while commands hold every process
+	// the caller may have, the runtime could make none, and it aborts.
+	prewarmThreads(serverThreads(s.pol.MaxConcurrent))
 	s.os.spareMu.Lock()
 	s.os.keepSpare = true
 	s.os.spareMu.Unlock()
@@ -621,16 +666,22 @@ func waitOutput(done ...<-chan struct{}) {
 }
 
 func describeExit(err error) string {
+	msg := strings.TrimPrefix(fmt.Sprint(err), "exec: ")
 	if err == nil {
-		return "exited without a report"
+		msg = "exited without a report"
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
+		msg = fmt.Sprintf("exited with status %d without a report", ee.ExitCode())
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + unix.SignalName(ws.Signal())
+			msg = "killed by " + unix.SignalName(ws.Signal())
 		}
-		return fmt.Sprintf("exited with status %d without a report", ee.ExitCode())
 	}
-	return strings.TrimPrefix(err.Error(), "exec: ")
+	// A helper that cannot make a thread aborts with status 2 (the Go
+	// runtime), having said so on the command's stderr.
+	if why := processLimitReached(); why != "" {
+		msg += ": " + why
+	}
+	return msg
 }
 
 // bug marks a state that cannot happen, so it reads as ours to fix.

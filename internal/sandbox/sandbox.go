@@ -74,6 +74,11 @@ type StartError struct {
 }
 
 func (e *StartError) Error() string {
+	// A path far longer than any real one is not worth echoing whole.
+	const most = 256
+	if len(e.Path) > most {
+		return fmt.Sprintf("failed to start %q... (a path of %d bytes): %s", e.Path[:most], len(e.Path), e.Err)
+	}
 	return fmt.Sprintf("failed to start %q: %s", e.Path, e.Err)
 }
 

@@ -1,0 +1,55 @@
+package sandbox
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Aliases finds, from this process's mount table, where else each path
+// shows (see alias.go), keeping only the places the host confirms: the path
+// there is reached through that mount (no other mount covers it), and, for
+// the whole object, is the same file.
+func (hostFS) Aliases(paths []string) map[string][]alias {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	mounts := parseMountinfo(b)
+	out := map[string][]alias{}
+	for _, p := range paths {
+		id, ok := mountID(p)
+		if !ok {
+			continue
+		}
+		orig, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		for _, c := range aliasCandidates(mounts, p, id) {
+			if c.Path == p {
+				continue
+			}
+			if m, ok := mountID(c.Path); !ok || m != c.Mount {
+				continue // another mount covers it there, or it is gone
+			}
+			if !c.Part {
+				if fi, err := os.Lstat(c.Path); err != nil || !os.SameFile(orig, fi) {
+					continue
+				}
+			}
+			out[p] = append(out[p], alias{Path: c.Path, Part: c.Part})
+		}
+	}
+	return out
+}
+
+// mountID returns the ID of the mount path is on, as in mountinfo (Linux
+// 5.8+), without following a final symlink.
+func mountID(path string) (int, bool) {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &st); err != nil || st.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, false
+	}
+	return int(st.Mnt_id), true
+}
