@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -55,9 +56,18 @@ type event struct {
 }
 
 // maxWatched is the most directories the tree watches; past it the guard
-// walks instead (bounded memory: each watch costs the kernel about 1 KiB,
-// and the user's other tools share the per-user limit).
-var maxWatched = 100_000
+// walks instead. Each watch costs the kernel about 1 KiB, and the user's
+// other tools (editors, file watchers) share the per-user limit: at most
+// half of it, and never more than 500,000.
+var maxWatched = func() int {
+	n := 500_000
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
+		if k, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && k/2 < n {
+			n = k / 2
+		}
+	}
+	return n
+}()
 
 // maxPending bounds events queued between two refreshes.
 const maxPending = 1 << 20
