@@ -120,7 +120,7 @@ func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
 		ents, err := f.ReadDir(512)
 		for _, e := range ents {
 			name := e.Name()
-			flags |= markers[name]
+			flags |= markerOf(name)
 			if e.IsDir() {
 				dirs = append(dirs, name)
 			}
