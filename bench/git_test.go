@@ -76,6 +76,9 @@ func BenchmarkGitGuardCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer g.Close()
+	if err := g.Watch(); err != nil {
+		b.Fatal(err)
+	}
 	var prot int
 	b.ResetTimer()
 	for range b.N {
@@ -90,12 +93,16 @@ func BenchmarkGitGuardCall(b *testing.B) {
 }
 
 // BenchmarkGitGuardStart is the cold start on the big workspace: the walk
-// that finds and watches every directory, once per server.
+// that finds every directory, and the one that watches each, once per
+// server.
 func BenchmarkGitGuardStart(b *testing.B) {
 	ws := bigWorkspace(b)
 	for range b.N {
 		g, err := gitguard.New(gitguard.Config{Roots: []gitguard.Root{{Host: ws}}})
 		if err != nil {
+			b.Fatal(err)
+		}
+		if err := g.Watch(); err != nil {
 			b.Fatal(err)
 		}
 		g.Close()

@@ -62,7 +62,23 @@ mkdir sub && ln -s ../realgit sub/.git`,
 			attack: `git init -q && mkdir h && printf '#!/bin/sh\n%s\n' "$PWN" > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h`,
 			dirs:   []string{"."}, note: "sets core.hookspath"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walking"
+			}
+			t.Run(name, func(t *testing.T) { testPlanted(t, tt.setup, tt.attack, tt.note, walk, tt.dirs) })
+		}
+	}
+}
+
+func testPlanted(t *testing.T, setup, attack, note string, walk bool, dirs []string) {
+	tt := struct {
+		setup, attack, note string
+		dirs                []string
+	}{setup, attack, note, dirs}
+	{
+		{
 			// Positive control: the same, unguarded, runs.
 			ctl := newFixture(t)
 			if tt.setup != "" {
@@ -74,6 +90,7 @@ mkdir sub && ln -s ../realgit sub/.git`,
 			}
 
 			f := newFixture(t)
+			f.walk = walk
 			if tt.setup != "" {
 				f.sh(tt.setup)
 			}
@@ -89,7 +106,7 @@ mkdir sub && ln -s ../realgit sub/.git`,
 			if more := f.call(""); len(more) != 0 {
 				t.Errorf("the next call noted %q", more)
 			}
-		})
+		}
 	}
 }
 

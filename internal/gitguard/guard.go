@@ -1,6 +1,7 @@
 package gitguard
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -79,6 +80,7 @@ type Guard struct {
 	broken    error // why the roots cannot be checked; calls are refused
 	journal   *journal
 	pending   []string // notes for the next call: what recovery did
+	watch     bool     // keep the roots watched (Watch)
 }
 
 type listing struct {
@@ -109,6 +111,7 @@ func New(cfg Config) (*Guard, error) {
 		cfg:       cfg,
 		list:      noGit,
 		listings:  map[string]listing{},
+		seen:      map[string]bool{},
 		byContent: map[[sha256.Size]byte]listing{},
 		trusted:   map[candidate][]element{},
 		suspect:   map[candidate]string{},
@@ -117,14 +120,14 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Git != "" {
 		g.list = gitLister(cfg.Git)
 	}
-	g.res = resolver{home: cfg.Home, list: g.listCached, placeholder: g.ph.pristine,
+	g.res = resolver{home: cfg.Home, list: g.listPaths, placeholder: g.ph.pristine,
 		dirs: map[string]cachedDir{}, used: map[string]bool{}}
 	for _, f := range cfg.GlobalConfigs {
 		e, _ := g.res.config(f)
 		if e.content == nil {
 			continue
 		}
-		entries, err := g.list(e.content)
+		entries, err := g.listPaths(e.path, e.id, e.content)
 		if err != nil {
 			continue
 		}
@@ -135,7 +138,7 @@ func New(cfg Config) (*Guard, error) {
 		}
 	}
 	roots := g.scanRoots()
-	f, err := newFinder(roots, g.hidden, cfg.Log)
+	f, err := newFinder(roots, g.hidden, cfg.Log, false)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +152,31 @@ func New(cfg Config) (*Guard, error) {
 		g.recoverOrphans()
 	}
 	return g, nil
+}
+
+// Watch keeps the roots watched from now on, so that a call costs what
+// changed rather than what exists: for a server, which makes many calls.
+// A guard starts out walking the roots at every call, because a single
+// call is cheaper so: the kernel makes a process that closes watches wait
+// for a grace period at exit (10-20 ms here), more than walking a small
+// workspace twice.
+func (g *Guard) Watch() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.watch {
+		return nil
+	}
+	g.watch = true
+	if _, ok := g.find.(*walkFinder); !ok {
+		return nil
+	}
+	f, err := newFinder(g.scanRoots(), g.hidden, g.cfg.Log, true)
+	if err != nil {
+		return err
+	}
+	g.find.close()
+	g.find = f
+	return nil
 }
 
 // Close stops watching.
@@ -271,6 +299,23 @@ func (g *Guard) listCached(path string, id ident, content []byte) ([]entry, erro
 	return l.entries, l.err
 }
 
+// listPaths lists a config file for what it points at (include.path,
+// includeIf.*.path, core.hooksPath, core.worktree). Git spells every key
+// out in the file: one whose content names none of them points nowhere,
+// and costs no run of git.
+func (g *Guard) listPaths(path string, id ident, content []byte) ([]entry, error) {
+	if !containsFold(content, "include") && !containsFold(content, "hookspath") && !containsFold(content, "worktree") {
+		return nil, nil
+	}
+	return g.listCached(path, id, content)
+}
+
+// containsFold reports whether b contains the lowercase ASCII word w, in
+// any case.
+func containsFold(b []byte, w string) bool {
+	return bytes.Contains(bytes.ToLower(b), []byte(w))
+}
+
 // maxByContent bounds the listings kept by content.
 const maxByContent = 4096
 
@@ -301,7 +346,7 @@ func (g *Guard) resolveAll() map[candidate][]element {
 		if e.content == nil {
 			return
 		}
-		entries, err := g.listCached(path, e.id, e.content)
+		entries, err := g.listPaths(path, e.id, e.content)
 		if err != nil {
 			return
 		}
@@ -333,7 +378,7 @@ func (g *Guard) resolveAll() map[candidate][]element {
 func (g *Guard) refresh() error {
 	if g.broken != nil {
 		// Try again: the user may have cleaned up.
-		f, err := newFinder(g.scanRoots(), g.hidden, g.cfg.Log)
+		f, err := newFinder(g.scanRoots(), g.hidden, g.cfg.Log, g.watch)
 		if err != nil {
 			return err
 		}

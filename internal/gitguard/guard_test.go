@@ -19,6 +19,7 @@ type fixture struct {
 	marker string
 	g      *Guard
 	cfg    Config
+	walk   bool // walk at every call, as one-shot mode does, instead of watching
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -45,6 +46,11 @@ func (f *fixture) start() *Guard {
 	g, err := New(f.cfg)
 	if err != nil {
 		f.t.Fatal(err)
+	}
+	if !f.walk {
+		if err := g.Watch(); err != nil {
+			f.t.Fatal(err)
+		}
 	}
 	f.t.Cleanup(g.Close)
 	f.g = g

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -628,6 +629,11 @@ func (s *Sandbox) startSpare() (h *helperProc, err error) {
 }
 
 func (s *Sandbox) keepSpare() {
+	// A server makes many calls: keep the writable roots watched, so that
+	// git protection costs each call what changed, not what exists.
+	if err := s.os.guard.Watch(); err != nil {
+		slog.Warn("git guard: " + err.Error())
+	}
 	// The threads calls need, made now: while commands hold every process
 	// the caller may have, the runtime could make none, and it aborts.
 	prewarmThreads(serverThreads(s.pol.MaxConcurrent))
