@@ -333,7 +333,13 @@ func TestEscapeGitServerKilledMidCall(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	waited := make(chan error, 1)
+	go func() { waited <- s.cmd.Wait() }()
+	select {
+	case <-waited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the killed server's output stayed open: something it started outlived it")
+	}
 	if !e.userGitHas("evil") {
 		t.Fatal("control: with the server killed, the planted repository is live (the case this test is about)")
 	}
