@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,9 @@ func TestLimitRlimitCountsNoMore(t *testing.T) {
 		if code != 0 || !strings.Contains(said, want) {
 			t.Errorf("--check (exit %d) does not say %q:\n%s%s", code, want, stdout, stderr)
 		}
+	}
+	if d := description(t, e.serve(flags...)); !strings.Contains(d, "Memory is limited per process") || !strings.Contains(d, "memfd") {
+		t.Errorf("the tool's description does not say what is not counted:\n%s", d)
 	}
 	if out, code := e.attack(flags, "hold", "private", "192"); code != 3 || !strings.Contains(out, "cannot allocate memory") {
 		t.Errorf("192 MiB mapped privately: got exit %d %q, want refused with ENOMEM", code, out)
@@ -109,6 +113,9 @@ func TestLimitSystemdScope(t *testing.T) {
 	}
 
 	s := e.serve("--memory", "256MiB")
+	if d := description(t, s); strings.Contains(d, "Memory is limited per process") {
+		t.Errorf("with a cgroup, the tool's description still says memory is limited per process:\n%s", d)
+	}
 	for _, kind := range []string{"memfd-map", "shared", "sysv-shm"} {
 		res, out := s.call(t, map[string]any{"command": "./attack", "args": []string{"hold", kind, "1024"}})
 		wantLimit(t, res.IsError, text(res), out, "memory limit 256 MiB (cgroup)")
@@ -152,4 +159,14 @@ func TestLimitSystemdScope(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// description is the run_command tool's description.
+func description(t *testing.T, s *session) string {
+	t.Helper()
+	res, err := s.ListTools(context.Background(), nil)
+	if err != nil || len(res.Tools) != 1 {
+		t.Fatalf("tools/list: %v %+v", err, res)
+	}
+	return res.Tools[0].Description
 }
