@@ -38,12 +38,12 @@ func Dial(ctx context.Context, address string, bus bool) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
+	var errs []string
 	for _, p := range paths {
 		var d net.Dialer
 		nc, err := d.DialContext(ctx, "unix", p)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, err.Error())
 			continue
 		}
 		c := &Conn{c: nc, r: bufio.NewReader(nc)}
@@ -53,7 +53,7 @@ func Dial(ctx context.Context, address string, bus bool) (*Conn, error) {
 		}
 		return c, nil
 	}
-	return nil, errors.Join(errs...)
+	return nil, errors.New(strings.Join(errs, "; ")) // one line, for --check
 }
 
 // parseAddress returns the sockets a D-Bus address list names, abstract

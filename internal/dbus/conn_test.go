@@ -166,6 +166,7 @@ func TestDialAddresses(t *testing.T) {
 		{"escaped", "unix:path=" + escaped, ""},
 		{"the second of a list", "unix:path=" + missing + ";" + s.Addr, ""},
 		{"a missing socket", "unix:path=" + missing, "no such file or directory"},
+		{"two, on one line", "unix:path=" + missing + ";unix:abstract=nsb-none", "no such file or directory; dial unix @nsb-none: connect: connection refused"},
 		{"tcp", "tcp:host=localhost,port=1", "only unix sockets are supported, not tcp"},
 		{"no socket", "unix:guid=1", "names no unix socket"},
 		{"made by UnixAddress", dbus.UnixAddress(path), ""},
@@ -181,8 +182,8 @@ func TestDialAddresses(t *testing.T) {
 				c.Close()
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("got %v, want an error with %q", err, tt.wantErr)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("got %q, want an error on one line with %q", err, tt.wantErr)
 			}
 		})
 	}
