@@ -54,6 +54,7 @@ type flags struct {
 	tmpSize       sizeValue
 	cpuTime       time.Duration
 	cpus          float64
+	stayInCgroup  bool
 	allowNet      []string
 	// processCap says why commands get fewer processes than
 	// --max-processes asks, or is empty (set by buildPolicy).
@@ -89,6 +90,7 @@ func newFlags() *flags {
 	fs.Var(&f.tmpSize, "tmp-size", "size of each private /tmp, /var/tmp, /run and /dev/shm; 0 for the kernel's default (half of RAM)")
 	fs.DurationVar(&f.cpuTime, "cpu-time", policy.DefaultCPUTime, "CPU time of each process of a command; 0 for none")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth of one command, in CPUs (1.5 = one and a half); 0 for none (needs a delegated cgroup v2)")
+	fs.BoolVar(&f.stayInCgroup, "stay-in-cgroup", false, "keep the server in the cgroup it was started in, rather than ask systemd for a delegated cgroup v2 scope of its own (without one, memory is limited per process)")
 	// DESIGN.md names --allow-net (HTTP(S) to listed hosts through a proxy
 	// the server runs); until that proxy exists the flag is refused with
 	// its own message, not as an unknown flag.
@@ -170,7 +172,7 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	}
 
 	if f.check {
-		return check(f, sandbox.Probe(), stdout, stderr)
+		return check(f, delegate(f, sandbox.Probe()), stdout, stderr)
 	}
 	// Serving proves every layer once at start; a one-shot command proves
 	// them by running, which saves a probe and a dry run.
@@ -178,6 +180,7 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	if command == nil {
 		caps = sandbox.Probe()
 	}
+	caps = delegate(f, caps)
 	if r := caps.Refusal(); r != nil {
 		return fail(stderr, r)
 	}
@@ -198,6 +201,21 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		return runOnce(ctx, sb, pol, command, stdin, stdout, stderr)
 	}
 	return serve(ctx, sb, pol, version, stdin, stdout, stderr)
+}
+
+// delegate gets the server a delegated cgroup v2 from systemd, where it has
+// none and a limit would be held by one, unless --stay-in-cgroup.
+func delegate(f *flags, caps sandbox.Capabilities) sandbox.Capabilities {
+	switch {
+	case f.memory == 0 && f.maxProcesses == 0 && f.cpus == 0:
+		return caps
+	case f.stayInCgroup:
+		if caps.Cgroup == "" {
+			caps.CgroupWhy += "; --stay-in-cgroup: systemd was not asked for a scope"
+		}
+		return caps
+	}
+	return sandbox.JoinScope(caps)
 }
 
 // buildPolicy turns the flags into a checked policy.

@@ -26,8 +26,10 @@ Options:
 	fmt.Fprintf(&b, `
 Sizes take B; K, M, G or KiB, MiB, GiB (powers of 1024); or KB, MB, GB
 (powers of 1000, as in GNU coreutils). Durations take s, m or h (50s, 2m).
-Limits are per command. Without a delegated cgroup v2, memory is limited per
-process (RLIMIT_DATA); --check says what holds each limit here.
+Limits are per command, held by a delegated cgroup v2: where systemd runs, the
+server asks it for a scope of its own. Without one, memory is limited per
+process (RLIMIT_DATA), which does not count shared memory, pipe and socket
+buffers or kernel memory; --check says what holds each limit here.
 A one-shot command (after --) has no time limit unless --timeout is given, and
 exits with its own status (128+N for signal N, 127 not found, 126 not
 executable, 125 sandbox setup failed, 124 timed out).

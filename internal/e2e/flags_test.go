@@ -38,11 +38,11 @@ func TestBadFlagSaysWhatWasTyped(t *testing.T) {
 func TestSizeUnits(t *testing.T) {
 	e := newEnv(t)
 	for _, tt := range []struct{ memory, want string }{
-		{"4GB", "memory         4 GB per process"},
-		{"4G", "memory         4 GiB per process"},
-		{"4GiB", "memory         4 GiB per process"},
-		{"1500MB", "memory         1.5 GB per process"},
-		{"512mb", "memory         512 MB per process"},
+		{"4GB", "memory         4 GB "},
+		{"4G", "memory         4 GiB "},
+		{"4GiB", "memory         4 GiB "},
+		{"1500MB", "memory         1.5 GB "},
+		{"512mb", "memory         512 MB "},
 	} {
 		stdout, stderr, code := e.runRaw("--check", "--workspace", e.ws, "--memory", tt.memory)
 		if code != 0 || !strings.Contains(stdout, tt.want) {

@@ -2,7 +2,8 @@
 // and says what this machine can enforce ([Probe]).
 //
 // It never imports the MCP SDK; the server package turns a [Result] into a
-// tool result. It imports policy, the standard library and x/sys.
+// tool result. It imports policy, gitguard, dbus (to ask systemd for a
+// scope), the standard library and x/sys.
 //
 // # Threat model
 //
@@ -37,7 +38,10 @@
 // namespaces built by a re-executed helper; the command runs in a nested user
 // namespace as the caller (a root caller's as another uid), with no
 // capabilities, under Landlock (ABI 1+) and a seccomp filter. See
-// run_linux.go and child_linux.go.
+// run_linux.go and child_linux.go. Limits are held per command by a
+// delegated cgroup v2 where the server has one or systemd gives it one
+// ([JoinScope], systemd_linux.go), else by rlimits, which count less
+// (memory.go).
 //
 // macOS and every other OS: [ErrUnsupported] for now (#2 lands Linux first).
 //

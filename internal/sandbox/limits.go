@@ -88,6 +88,9 @@ func (m Mechanisms) Report(l policy.Limits) string {
 		scope = "for the whole command"
 	}
 	line("memory", policy.FormatSize(l.MemoryBytes)+" "+scope, m.Memory)
+	if m.Memory == "rlimit" {
+		indentLines(&b, rlimitMemory)
+	}
 	procs := fmt.Sprint(l.MaxProcesses)
 	if m.Processes == "pid namespace" {
 		procs += fmt.Sprintf(", up to %d more before pids first wrap", reservedPids-1)

@@ -22,6 +22,9 @@ type Capabilities struct {
 	// why. CgroupCPU reports the cpu controller there.
 	Cgroup, CgroupWhy string
 	CgroupCPU         bool
+	// CgroupScope names the systemd manager that started a scope for the
+	// server ([JoinScope]), where Cgroup is; empty if none did.
+	CgroupScope string
 	// PidNSMax reports a per-namespace pid_max (Linux 6.14+), which limits
 	// processes where RLIMIT_NPROC cannot (a root caller).
 	PidNSMax bool
@@ -98,7 +101,11 @@ func (c Capabilities) Report() string {
 	fmt.Fprintf(&b, "landlock      %s\n", yes(c.LandlockABI >= 1, lab, "not in this kernel"))
 	fmt.Fprintf(&b, "seccomp       %s\n", yes(c.Seccomp == "", "filter with TSYNC, "+c.Arch+" syscall table", c.Seccomp))
 	if c.Cgroup != "" {
-		fmt.Fprintf(&b, "limits        ok    cgroup v2, delegated at %s\n", c.Cgroup)
+		fmt.Fprintf(&b, "limits        ok    cgroup v2, delegated at %s", c.Cgroup)
+		if c.CgroupScope != "" {
+			fmt.Fprintf(&b, " (a scope %s started for the server)", c.CgroupScope)
+		}
+		b.WriteString("\n")
 	} else {
 		fmt.Fprintf(&b, "limits        ok    rlimits, tmpfs sizes and the pid namespace (no cgroup v2: %s)\n", c.CgroupWhy)
 	}

@@ -49,7 +49,11 @@ func New(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version s
 		Logger:       log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	s.AddTool(tool(pol), h.handle)
+	var mech sandbox.Mechanisms // none in tests that run nothing
+	if sb != nil {
+		mech = sb.Mechanisms()
+	}
+	s.AddTool(tool(pol, mech), h.handle)
 	return s, h
 }
 

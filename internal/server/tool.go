@@ -5,6 +5,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox"
 )
 
 const toolName = "run_command"
@@ -74,12 +75,17 @@ func outputSchema() *jsonschema.Schema {
 }
 
 // tool describes run_command, with the effective policy in its description
-// so the model does not have to probe.
-func tool(p *policy.Policy) *mcp.Tool {
+// so the model does not have to probe, and where a limit is held more
+// weakly than its value says (mech), how.
+func tool(p *policy.Policy, mech sandbox.Mechanisms) *mcp.Tool {
+	desc := p.Describe()
+	if c := mech.Caveats(); c != "" {
+		desc += "\n" + c
+	}
 	return &mcp.Tool{
 		Name:         toolName,
 		Title:        "Run a command in the sandbox",
-		Description:  p.Describe(),
+		Description:  desc,
 		InputSchema:  inputSchema(),
 		OutputSchema: outputSchema(),
 		Annotations: &mcp.ToolAnnotations{

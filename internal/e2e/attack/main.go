@@ -100,6 +100,9 @@ func main() {
 		err = loopback()
 	case "membomb":
 		membomb()
+	case "hold":
+		mib, _ := strconv.Atoi(arg(2))
+		err = hold(arg(1), mib)
 	case "threads":
 		n, _ := strconv.Atoi(arg(1))
 		err = threads(n)
