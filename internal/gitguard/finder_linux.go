@@ -17,7 +17,7 @@ func newFinder(roots []string, skip func(string) bool, log func(string), watch b
 			log("git guard: cannot watch the writable roots (" + err.Error() + "); they are walked on every call")
 		}
 	}
-	w := &walkFinder{roots: roots, skip: skip}
+	w := &pollFinder{roots: roots, skip: skip}
 	if err := w.refresh(); err != nil {
 		return nil, err
 	}

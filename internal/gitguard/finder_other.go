@@ -4,7 +4,7 @@ package gitguard
 
 // newFinder walks the roots on every refresh: only Linux has inotify.
 func newFinder(roots []string, skip func(string) bool, log func(string), watch bool) (finder, error) {
-	w := &walkFinder{roots: roots, skip: skip}
+	w := &pollFinder{roots: roots, skip: skip}
 	if err := w.refresh(); err != nil {
 		return nil, err
 	}

@@ -167,7 +167,7 @@ func (g *Guard) Watch() error {
 		return nil
 	}
 	g.watch = true
-	if _, ok := g.find.(*walkFinder); !ok {
+	if _, ok := g.find.(*pollFinder); !ok {
 		return nil
 	}
 	f, err := newFinder(g.scanRoots(), g.hidden, g.cfg.Log, true)
@@ -390,7 +390,7 @@ func (g *Guard) refresh() error {
 	if errors.Is(err, errNoWatch) {
 		g.logf("git guard: watching stopped (%v); the writable roots are walked on every call from now on", err)
 		g.find.close()
-		w := &walkFinder{roots: g.scanRoots(), skip: g.hidden}
+		w := &pollFinder{roots: g.scanRoots(), skip: g.hidden}
 		g.find = w
 		err = w.refresh()
 	}
@@ -413,23 +413,3 @@ func within(path, dir string) bool {
 	}
 	return path == dir || strings.HasPrefix(path, dir+"/")
 }
-
-// walkFinder walks the roots on every refresh: no watches, memory bounded
-// by the candidates. It is the fallback where inotify cannot serve.
-type walkFinder struct {
-	roots []string
-	skip  func(string) bool
-	found []candidate
-}
-
-func (w *walkFinder) refresh() error {
-	c, err := walkCandidates(w.roots, w.skip)
-	if err != nil {
-		return err
-	}
-	w.found = c
-	return nil
-}
-
-func (w *walkFinder) candidates() []candidate { return w.found }
-func (w *walkFinder) close()                  {}

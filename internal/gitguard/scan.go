@@ -93,26 +93,48 @@ func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
 	if w.dirs%1024 == 0 && time.Since(w.start) > walkDeadline {
 		return fmt.Errorf("%w: looking at them took more than %s", errTooLarge, walkDeadline)
 	}
+	f, id, flags, kept, err := listOne(path, rootLen, w.skip)
+	if f == nil {
+		return err
+	}
+	err = w.visit(path, int(f.Fd()), id, flags, parentFlags, kept)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, d := range kept {
+		if err := w.walkDir(path+"/"+d, rootLen, flags); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listOne opens the directory at path and reads what it is, its markers
+// and the subdirectories a scan enters, sorted. The file is returned open
+// (for a watch to be added through it), or nil, with no error, when the
+// directory is gone, is no directory, or is not ours to read.
+func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident, uint8, []string, error) {
 	fd, err := openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	if errors.Is(err, unix.EACCES) && allowRead(path) {
 		fd, err = openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	}
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, errOdd) {
-			return nil // gone, or replaced by a symlink since it was listed
+			return nil, ident{}, 0, nil, nil // gone, or replaced by a symlink since it was listed
 		}
 		if errors.Is(err, unix.EACCES) {
 			// Not ours to open, so not one a command (running as this
 			// user) could have written in either.
-			return nil
+			return nil, ident{}, 0, nil, nil
 		}
-		return err
+		return nil, ident{}, 0, nil, err
 	}
 	f := os.NewFile(uintptr(fd), path)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		f.Close()
-		return fmt.Errorf("fstat %q: %w", path, err)
+		return nil, ident{}, 0, nil, fmt.Errorf("fstat %q: %w", path, err)
 	}
 	var flags uint8
 	var dirs []string
@@ -130,29 +152,19 @@ func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
 		}
 		if err != nil {
 			f.Close()
-			return fmt.Errorf("read directory %q: %w", path, err)
+			return nil, ident{}, 0, nil, fmt.Errorf("read directory %q: %w", path, err)
 		}
 	}
 	kept := dirs[:0]
 	for _, d := range dirs {
 		child := path + "/" + d
-		if skipChild(flags, d) || w.skip(child) || len(child)-rootLen > maxRelPath {
+		if skipChild(flags, d) || skip(child) || len(child)-rootLen > maxRelPath {
 			continue
 		}
 		kept = append(kept, d)
 	}
 	sort.Strings(kept)
-	err = w.visit(path, fd, identOf(&st), flags, parentFlags, kept)
-	f.Close()
-	if err != nil {
-		return err
-	}
-	for _, d := range kept {
-		if err := w.walkDir(path+"/"+d, rootLen, flags); err != nil {
-			return err
-		}
-	}
-	return nil
+	return f, identOf(&st), flags, kept, nil
 }
 
 // walkCandidates walks roots and returns every candidate, sorted.

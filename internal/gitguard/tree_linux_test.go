@@ -17,6 +17,23 @@ import (
 // and out, .git entries of each type, bare-repository markers), then a
 // refresh, then the same candidates as walking from scratch.
 func TestTreeAgreesWithWalk(t *testing.T) {
+	testFinderAgreesWithWalk(t, func(roots []string, skip func(string) bool) (finder, error) { return newTree(roots, skip) })
+}
+
+// The same for the finder that polls directories' times, which trusts a
+// directory's times after a second: here at once, so that the test relies
+// on the times alone.
+func TestPollAgreesWithWalk(t *testing.T) {
+	old := settle
+	settle = 0
+	defer func() { settle = old }()
+	testFinderAgreesWithWalk(t, func(roots []string, skip func(string) bool) (finder, error) {
+		p := &pollFinder{roots: roots, skip: skip}
+		return p, p.refresh()
+	})
+}
+
+func testFinderAgreesWithWalk(t *testing.T, newFinder func([]string, func(string) bool) (finder, error)) {
 	for seed := int64(1); seed <= 12; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
@@ -26,7 +43,7 @@ func TestTreeAgreesWithWalk(t *testing.T) {
 			os.MkdirAll(root, 0o755)
 			os.MkdirAll(outside, 0o755)
 			skip := func(p string) bool { return within(p, filepath.Join(root, "hidden")) }
-			tr, err := newTree([]string{root}, skip)
+			tr, err := newFinder([]string{root}, skip)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +139,7 @@ func TestWalkWhenTooManyToWatch(t *testing.T) {
 		t.Fatalf("finder %T, want the watched tree while under the budget", g.find)
 	}
 	notes := f.call(`mkdir -p $(seq -f 'e%g/x' 1 30) && git init -q e7/x/sub && git -C e7/x/sub config core.fsmonitor "$PWN"`)
-	if _, ok := g.find.(*walkFinder); !ok {
+	if _, ok := g.find.(*pollFinder); !ok {
 		t.Errorf("finder %T, want a walk past the budget", g.find)
 	}
 	if !strings.Contains(strings.Join(notes, "\n"), "moved e7/x/sub/.git aside") || f.userGit("e7/x/sub") {
