@@ -1,0 +1,315 @@
+package sandbox
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+)
+
+// helperMain is pid 1 of the sandbox's namespaces, uid 0 in its own user
+// namespace. It builds the mount tree, brings up loopback, starts the exec
+// stage in a nested user namespace, forwards signals and reaps. When the
+// command exits it reports and exits, and the kernel kills whatever is left
+// in the pid namespace.
+func helperMain() {
+	rep := os.NewFile(reportFD, "report")
+	fail := func(err error) {
+		sendReport(rep, report{Setup: asSetupError(err)})
+		os.Exit(255)
+	}
+	// Not dumpable: the command runs as the same host uid, and must not
+	// read or write this process's memory, environment or descriptors
+	// through /proc/1 (this process holds every capability of the outer
+	// user namespace).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fail(fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err))
+	}
+	// Threads the helper will need are made now: once the command runs, a
+	// fork bomb can leave no pid for a new one (pid_max and pids.max count
+	// threads), and the Go runtime aborts when it cannot make a thread.
+	// Idle threads are reused instead. (Before the spec, which a helper
+	// started ahead of its call waits for.)
+	prewarmThreads(spareThreads)
+	// A static binary (every release) starts its exec stage now too,
+	// which then waits for its spec. A nested user namespace needs this
+	// process's root to be its mount namespace's: the pivot into the
+	// scratch root comes first. A dynamic one (a cgo build: go run on a
+	// machine with a C compiler) needs its ELF interpreter, which the
+	// scratch root lacks: its exec stage starts once the root is built.
+	early := isStatic()
+	if err := enterScratch(); err != nil {
+		fail(err)
+	}
+	if err := attachIdmapped(); err != nil { // a root caller's grants, before anything starts
+		fail(err)
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		fail(fmt.Errorf("pipe: %w", err))
+	}
+	var proc *os.Process
+	startStage := func() {
+		proc, err = startExecStage(specR, rep)
+		specR.Close()
+		if err != nil {
+			fail(err)
+		}
+	}
+	if early {
+		startStage()
+	}
+	s, _, err := readSpec()
+	if err != nil {
+		fail(err)
+	}
+	// An exec stage that ended while this helper waited cannot run the
+	// call: end without taking it, and the server hands it to another.
+	if early {
+		var ws unix.WaitStatus
+		if pid, _ := unix.Wait4(proc.Pid, &ws, unix.WNOHANG, nil); pid == proc.Pid {
+			fail(errors.New("exec stage: it ended before its call"))
+		}
+	}
+	sendReport(rep, report{Took: true})
+	if err := buildRoot(s.Ops, s.Limits.TmpBytes); err != nil {
+		fail(err)
+	}
+	if err := loopbackUp(); err != nil {
+		fail(err)
+	}
+	if s.Mech.Processes == "pid namespace" {
+		// Root is not bound by RLIMIT_NPROC; this namespace's pid_max is
+		// (Linux 6.14+). See reservedPids for the margin.
+		pidMax := strconv.Itoa(s.Limits.MaxProcesses + reservedPids)
+		if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(pidMax), 0); err != nil {
+			fail(fmt.Errorf("write /proc/sys/kernel/pid_max %s: %w", pidMax, unwrap(err)))
+		}
+	}
+	if err := readOnlyProc(); err != nil { // after pid_max, the one sysctl written
+		fail(err)
+	}
+	// Nothing inherited above the report pipe reaches the command.
+	if err := unix.CloseRange(reportFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		fail(fmt.Errorf("close_range: %w", err))
+	}
+	if !early {
+		startStage()
+	}
+	// An exec stage started early had its root moved by the pivots
+	// (pivot_root moves every process whose root was the old one); it
+	// checks that against this.
+	if s.Root, err = currentRoot(); err != nil {
+		fail(err)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		fail(bug(err))
+	}
+	if _, err := specW.Write(raw); err != nil {
+		fail(fmt.Errorf("hand the exec stage its spec (did it end before the call?): %w", err))
+	}
+	specW.Close()
+
+	if s.Mech.Processes == "rlimit" || s.Mech.Processes == "pid namespace" {
+		if tasks, err = newTaskCounter(s.Limits.MaxProcesses); err != nil {
+			fail(err)
+		}
+		// Nothing reports a fork refused by RLIMIT_NPROC or pid_max, and a
+		// fork bomb's processes may be gone by the end: sample the count
+		// every 20ms, every millisecond while it is past half the limit,
+		// and whenever an orphan is reaped. A shell fork bomb can rise to
+		// the limit and die out within 10ms, between two timed samples,
+		// but its processes are orphans: this process reaps them while the
+		// bomb is at its peak.
+		go func() {
+			t := time.NewTimer(processSampleInterval)
+			for {
+				if tasks.sample() >= s.Limits.MaxProcesses/2 {
+					t.Reset(time.Millisecond)
+				} else {
+					t.Reset(processSampleInterval)
+				}
+				<-t.C
+			}
+		}()
+	}
+	var once sync.Once
+	finish := func(er *exitReport) {
+		once.Do(func() {
+			sendReport(rep, report{Exit: er})
+			os.Exit(0) // the kernel kills what is left in the pid namespace
+		})
+	}
+	if s.Timeout > 0 {
+		time.AfterFunc(s.Timeout, func() {
+			finish(&exitReport{Code: -1, Signal: int(unix.SIGKILL), TimedOut: true, Limit: s.limitHit(nil, nil)})
+		})
+	}
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
+	go func() {
+		for sig := range sigs {
+			proc.Signal(sig)
+		}
+	}()
+
+	for {
+		var ws unix.WaitStatus
+		var ru unix.Rusage
+		pid, err := unix.Wait4(-1, &ws, 0, &ru)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			fail(fmt.Errorf("wait4: %w", err))
+		}
+		if pid != proc.Pid { // an orphan reparented to us
+			if tasks != nil {
+				tasks.sampleAfter(200 * time.Microsecond)
+			}
+			continue
+		}
+		er := &exitReport{MaxRSS: ru.Maxrss * 1024}
+		switch {
+		case ws.Exited():
+			er.Code = ws.ExitStatus()
+		case ws.Signaled():
+			er.Code = -1
+			er.Signal = int(ws.Signal())
+		}
+		er.Limit = s.limitHit(&ws, &ru)
+		finish(er)
+		select {} // finish exits; a timeout may be exiting already
+	}
+}
+
+// isStatic reports whether this binary runs without an ELF interpreter. It
+// reads /proc/self/exe, so it runs before enterScratch.
+func isStatic() bool {
+	f, err := elf.Open("/proc/self/exe")
+	if err != nil {
+		return false // the later, always-working order
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
+}
+
+// startExecStage starts the exec stage in a nested user namespace that maps
+// the caller (this process's arguments: uid, gid) back. It reads its spec
+// from specR, and reports on rep. It runs after enterScratch.
+func startExecStage(specR, rep *os.File) (*os.Process, error) {
+	if len(os.Args) != 3 {
+		return nil, bug(fmt.Errorf("helper arguments %q, want uid and gid", os.Args[1:]))
+	}
+	uid, err1 := strconv.Atoi(os.Args[1])
+	gid, err2 := strconv.Atoi(os.Args[2])
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, bug(fmt.Errorf("helper arguments: %w", err))
+	}
+	proc, err := os.StartProcess("/proc/self/exe", []string{"nanosandbox-mcp: exec"}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{childEnv + "=exec"},
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, rep},
+		Sys: &syscall.SysProcAttr{
+			// The nested user namespace maps the caller back: the command
+			// runs as them, with no capabilities in the namespace that owns
+			// the mounts, so the mount tree is locked.
+			Cloneflags:                 syscall.CLONE_NEWUSER,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: 0, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: 0, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start exec stage: %w", err)
+	}
+	return proc, nil
+}
+
+// limitHit names the limit that stopped the command, from how it ended
+// (ws, ru: nil on a timeout) and what is left in the sandbox: a signal
+// that only a limit sends, a process count at its limit, a full tmpfs, or a
+// failure at a peak near the per-process memory limit. Limits held by a
+// cgroup are read from the cgroup by the server instead.
+func (s *spec) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
+	l, m := s.Limits, s.Mech
+	// The signal that ended the program, or the one a shell reports as
+	// its status 128+N.
+	var sig unix.Signal
+	switch {
+	case ws != nil && ws.Signaled():
+		sig = ws.Signal()
+	case ws != nil && ws.Exited() && ws.ExitStatus() > 128:
+		sig = unix.Signal(ws.ExitStatus() - 128)
+	}
+	if sig != 0 {
+		switch sig {
+		case unix.SIGXCPU:
+			if m.CPUTime != "" {
+				return fmt.Sprintf("CPU time limit %s per process (%s)", l.CPUTime, m.CPUTime)
+			}
+		case unix.SIGXFSZ:
+			if m.FileSize != "" {
+				return fmt.Sprintf("file size limit %s (%s)", policy.FormatSize(l.MaxFileBytes), m.FileSize)
+			}
+		}
+	}
+	if (m.Processes == "rlimit" || m.Processes == "pid namespace") && tasks.peak()*10 >= l.MaxProcesses*9 {
+		return fmt.Sprintf("process limit %d (%s)", l.MaxProcesses, m.Processes)
+	}
+	if m.Tmp != "" {
+		for _, d := range append(append([]string(nil), policy.PrivateDirs...), "/dev/shm") {
+			var st unix.Statfs_t
+			if unix.Statfs(d, &st) == nil && st.Type == unix.TMPFS_MAGIC && st.Blocks > 0 && st.Bavail*100 < st.Blocks {
+				return fmt.Sprintf("%s size limit %s (%s)", d, policy.FormatSize(l.TmpBytes), m.Tmp)
+			}
+		}
+	}
+	abnormal := ws != nil && (ws.Signaled() || ws.Exited() && ws.ExitStatus() != 0)
+	if m.Memory == "rlimit" && abnormal && ru != nil && ru.Maxrss*1024*4 >= l.MemoryBytes*3 {
+		return fmt.Sprintf("memory limit %s per process (%s)", policy.FormatSize(l.MemoryBytes), m.Memory)
+	}
+	return ""
+}
+
+// spareThreads is how many idle threads the helper keeps for itself: its
+// wait, its timer, its signals and its sampler, with room to spare.
+const spareThreads = 8
+
+// loopbackUp brings up the sandbox's own lo, the only interface it has.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("ifreq lo: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("ioctl(SIOCGIFFLAGS lo): %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("ioctl(SIOCSIFFLAGS lo): %w", err)
+	}
+	return nil
+}
