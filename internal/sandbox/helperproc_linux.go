@@ -56,15 +56,15 @@ func piped(c *Command) bool {
 
 // startHelper starts a helper for c: with c's own files as its stdio, or
 // with pipes when c needs them (c nil: pipes, for a spare).
-func (s *Sandbox) startHelper(c *Command) (_ *helperProc, err error) {
+func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	h := &helperProc{exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			h.discard() // h itself: the result is nil by now
 		}
 	}()
-	if s.os.cgroups != nil {
-		if h.cg, err = s.os.cgroups.create(s.pol.Limits, s.mech); err != nil {
+	if s.cgroups != nil {
+		if h.cg, err = s.cgroups.create(s.pol.Limits, s.mech); err != nil {
 			return nil, &SetupError{Op: "cgroup", Err: err.Error()}
 		}
 	}
@@ -78,7 +78,7 @@ func (s *Sandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		if r, w, err = os.Pipe(); err != nil {
 			return nil, nil, &SetupError{Op: "pipe", Err: err.Error()}
 		}
-		if err := s.os.root.own(r); err != nil {
+		if err := s.root.own(r); err != nil {
 			r.Close()
 			w.Close()
 			return nil, nil, &SetupError{Op: "pipe", Err: err.Error()}
@@ -117,14 +117,14 @@ func (s *Sandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	}
 	h.cmd = &exec.Cmd{
 		Path:       "/proc/self/exe",
-		Args:       []string{"nanosandbox-mcp: sandbox", strconv.Itoa(s.os.uid), strconv.Itoa(s.os.gid)},
+		Args:       []string{"nanosandbox-mcp: sandbox", strconv.Itoa(s.uid), strconv.Itoa(s.gid)},
 		Env:        []string{childEnv + "=helper"},
 		ExtraFiles: []*os.File{specR, repW},
 		WaitDelay:  waitDelay,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 namespaceFlags,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.uid, Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.gid, Size: 1}},
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.gid, Size: 1}},
 			GidMappingsEnableSetgroups: false,
 			Setsid:                     true,
 			Pdeathsig:                  syscall.SIGKILL,
@@ -140,8 +140,8 @@ func (s *Sandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	if stdio[2] != nil {
 		h.cmd.Stderr = stdio[2]
 	}
-	if s.os.root != nil {
-		trees, err := s.os.root.helper(h.cmd)
+	if s.root != nil {
+		trees, err := s.root.helper(h.cmd)
 		if err != nil {
 			return nil, &SetupError{Op: "idmapped mounts", Err: err.Error()}
 		}

@@ -33,6 +33,16 @@ type Capabilities struct {
 	Identity string
 }
 
+// Probe finds what this machine can enforce, proving by trying what only a
+// try shows (on Linux: it starts one short-lived process to prove user
+// namespaces work).
+func Probe() Capabilities { return probe(false) }
+
+// QuickProbe is Probe without the tries: what they would prove is assumed,
+// and the first run says so if it does not hold (the one-shot command line
+// saves the probe's few milliseconds this way).
+func QuickProbe() Capabilities { return probe(true) }
+
 // Refusal is a reason this machine cannot hold the policy, with the fix.
 type Refusal struct {
 	Cause string

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -22,31 +21,43 @@ import (
 // the command was doing) not have ended the call.
 const timeoutGrace = 2 * time.Second
 
-type osState struct {
+// linuxSandbox is the Linux platform: what newPlatform prepared once for a
+// policy, and the helpers it starts, one per call (helperproc_linux.go),
+// plus one ahead of the next call (spare_linux.go).
+type linuxSandbox struct {
+	pol  *policy.Policy
+	caps Capabilities // as prepare found them
+	mech Mechanisms
+
 	static   staticPlan
 	landlock landlockRules
 	uid, gid int
 	cgroups  *cgroupTree // nil unless a limit is held by cgroup v2
 	guard    *gitguard.Guard
 	root     *rootCaller // nil unless the caller is root (rootcaller_linux.go)
-
-	// A helper started ahead of the next call, when the server asked for
-	// one (keepSpare); spareStarting is closed when the one being started
-	// is ready.
-	spareMu       sync.Mutex
-	keepSpare     bool
-	spare         *helperProc
-	spareStarting chan struct{}
+	spares   spares
 }
 
-func (s *Sandbox) prepare() error {
-	s.os.uid, s.os.gid = os.Getuid(), os.Getgid()
-	if s.os.uid == 0 {
+func newPlatform(p *policy.Policy, caps *Capabilities, mech *Mechanisms) (platform, error) {
+	s := &linuxSandbox{pol: p, caps: *caps, mech: *mech}
+	if err := s.prepare(); err != nil {
+		return nil, err
+	}
+	*caps, *mech = s.caps, s.mech
+	return s, nil
+}
+
+// prepare does once what every call needs: the root caller's idmapping,
+// the cgroup subtree, the checks of the grants, the plan of the mounts
+// that do not change between calls, the Landlock rules, and git's watch.
+func (s *linuxSandbox) prepare() error {
+	s.uid, s.gid = os.Getuid(), os.Getgid()
+	if s.uid == 0 {
 		r, err := newRootCaller(s.pol)
 		if err != nil {
 			return err
 		}
-		s.os.root = r
+		s.root = r
 	}
 	if s.mech.Memory == "cgroup" || s.mech.Processes == "cgroup" || s.mech.CPUs == "cgroup" {
 		tree, err := adoptCgroup(s.caps.Cgroup, s.mech.CPUs == "cgroup")
@@ -54,24 +65,24 @@ func (s *Sandbox) prepare() error {
 			// The probe was too hopeful: hold the limits without cgroups,
 			// or refuse those that need them.
 			s.caps.Cgroup, s.caps.CgroupWhy = "", "the delegated cgroup is unusable: "+err.Error()
-			mech, r := mechanisms(s.pol.Limits, s.caps, s.os.uid)
+			mech, r := mechanisms(s.pol.Limits, s.caps, s.uid)
 			if r != nil {
 				return r
 			}
 			s.mech = mech
 		} else {
-			s.os.cgroups = tree
+			s.cgroups = tree
 		}
 	}
-	if err := checkWritable(s.pol, s.os.uid, s.os.gid); err != nil {
+	if err := checkWritable(s.pol, s.uid, s.gid); err != nil {
 		return err
 	}
-	s.os.static = planStatic(s.pol, hostFS{})
-	if err := checkAliasGrants(s.pol, s.os.static.homeAliases); err != nil {
+	s.static = planStatic(s.pol, hostFS{})
+	if err := checkAliasGrants(s.pol, s.static.homeAliases); err != nil {
 		return err
 	}
-	writable := append([]string{"/dev/shm"}, s.os.static.writable...)
-	s.os.landlock = landlockRules{
+	writable := append([]string{"/dev/shm"}, s.static.writable...)
+	s.landlock = landlockRules{
 		ReadOnly: []string{"/"},
 		Writable: writable,
 		Devices:  []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"},
@@ -79,21 +90,15 @@ func (s *Sandbox) prepare() error {
 	return s.startGuard()
 }
 
-func (s *Sandbox) dryRun() error {
-	_, err := s.start(context.Background(), &Command{}, true)
-	return err
-}
-
-func (s *Sandbox) run(ctx context.Context, c *Command) (Result, error) {
-	return s.start(ctx, c, false)
-}
-
-func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, error) {
+// run runs one call in a helper of its own, or in the spare when c's stdio
+// goes through pipes, and gathers how it ended from the helper's reports,
+// its exit and its cgroup.
+func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result, error) {
 	began := time.Now()
 	// Git first: what a call may not change is fixed before it starts, and
 	// what it changed is judged once all of it is gone, before its result
 	// (and before anything else).
-	git, err := s.os.guard.Begin()
+	git, err := s.guard.Begin()
 	if err != nil {
 		return Result{}, &SetupError{Op: "git protection", Err: err.Error()}
 	}
@@ -102,7 +107,7 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	endGit := func() {
 		switch {
 		case gitEnded:
-		case probe:
+		case dryRun:
 			git.EndQuietly() // its notes go to the first call
 		default:
 			gitNotes = git.End()
@@ -112,19 +117,19 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	defer endGit()
 
 	raw, err := json.Marshal(spec{
-		Ops:         planCall(s.pol, s.os.static, gitOps(git.Protect), hostFS{}),
-		UID:         s.os.uid,
-		GID:         s.os.gid,
+		Ops:         planCall(s.pol, s.static, gitOps(git.Protect), hostFS{}),
+		UID:         s.uid,
+		GID:         s.gid,
 		Dir:         s.pol.Workspace,
 		Path:        c.Path,
 		Args:        c.Args,
 		Env:         s.pol.Env(),
 		LandlockABI: s.caps.LandlockABI,
-		Landlock:    s.os.landlock,
+		Landlock:    s.landlock,
 		Limits:      s.pol.Limits,
 		Mech:        s.mech,
 		Timeout:     c.Timeout,
-		Probe:       probe,
+		Probe:       dryRun,
 	})
 	if err != nil {
 		return Result{}, bug(err)
@@ -134,7 +139,7 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	// goes to a helper started now instead.
 	var h *helperProc
 	if piped(c) {
-		h = s.os.takeSpare()
+		h = s.spares.take()
 	}
 	if h != nil && !h.hand(ctx, raw) {
 		go h.discard()
@@ -287,9 +292,4 @@ func describeExit(err error) string {
 		msg += ": " + why
 	}
 	return msg
-}
-
-// bug marks a state that cannot happen, so it reads as ours to fix.
-func bug(err error) error {
-	return fmt.Errorf("bug in nanosandbox-mcp (please report): %w", err)
 }

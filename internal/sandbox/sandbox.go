@@ -87,7 +87,7 @@ type Sandbox struct {
 	pol  *policy.Policy
 	caps Capabilities
 	mech Mechanisms
-	os   osState // what the OS half prepared once
+	os   platform // the OS half, prepared once
 }
 
 // New prepares a sandbox for p on a machine with caps. It refuses what the
@@ -101,9 +101,11 @@ func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
 		return nil, r
 	}
 	s := &Sandbox{pol: p, caps: caps, mech: mech}
-	if err := s.prepare(); err != nil {
+	plat, err := newPlatform(p, &s.caps, &s.mech)
+	if err != nil {
 		return nil, err
 	}
+	s.os = plat
 	return s, nil
 }
 
@@ -117,22 +119,25 @@ func (s *Sandbox) Capabilities() Capabilities { return s.caps }
 // DryRun builds the sandbox and applies every restriction, then stops short
 // of running a program: a policy that cannot be built here fails now rather
 // than on the first call.
-func (s *Sandbox) DryRun() error { return s.dryRun() }
+func (s *Sandbox) DryRun() error {
+	_, err := s.os.run(context.Background(), &Command{}, true)
+	return err
+}
 
 // KeepSpare makes the sandbox keep a helper started ahead of the next call,
 // from now until Close: a served call then skips most of its start-up.
-func (s *Sandbox) KeepSpare() { s.keepSpare() }
+func (s *Sandbox) KeepSpare() { s.os.keepSpare() }
 
 // Close ends what the sandbox keeps running between calls. Calls may still
 // run afterwards, without a spare.
-func (s *Sandbox) Close() { s.close() }
+func (s *Sandbox) Close() { s.os.close() }
 
 // Run runs c and reports how it ended. The error is a *SetupError or a
 // *StartError when the program did not run; a program that ran and failed
 // is a Result with its exit code. When ctx ends, or c.Timeout passes, every
 // process of the call is killed before Run returns.
 func (s *Sandbox) Run(ctx context.Context, c *Command) (Result, error) {
-	return s.run(ctx, c)
+	return s.os.run(ctx, c, false)
 }
 
 // unwrap returns the errno inside a *fs.PathError, or err.
@@ -142,4 +147,9 @@ func unwrap(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// bug marks a state that cannot happen, so it reads as ours to fix.
+func bug(err error) error {
+	return fmt.Errorf("bug in nanosandbox-mcp (please report): %w", err)
 }
