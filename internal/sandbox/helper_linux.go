@@ -21,19 +21,61 @@ import (
 // namespace. It builds the mount tree, brings up loopback, starts the exec
 // stage in a nested user namespace, forwards signals and reaps. When the
 // command exits it reports and exits, and the kernel kills whatever is left
-// in the pid namespace.
+// in the pid namespace. Any step that fails reports why and exits 255.
 func helperMain() {
-	rep := os.NewFile(reportFD, "report")
-	fail := func(err error) {
-		sendReport(rep, report{Setup: asSetupError(err)})
-		os.Exit(255)
+	h := &helper{rep: os.NewFile(reportFD, "report")}
+	h.guardSelf()
+	// A static binary (every release) starts its exec stage now too,
+	// which then waits for its spec. A nested user namespace needs this
+	// process's root to be its mount namespace's: the pivot into the
+	// scratch root comes first. A dynamic one (a cgo build: go run on a
+	// machine with a C compiler) needs its ELF interpreter, which the
+	// scratch root lacks: its exec stage starts once the root is built.
+	h.early = isStatic()
+	h.enterScratch()
+	if h.early {
+		h.startStage()
 	}
+	h.takeCall()
+	h.buildSandbox()
+	if !h.early {
+		h.startStage()
+	}
+	h.handOver()
+	h.countTasks()
+	h.enforceTimeout()
+	h.forwardSignals()
+	h.reap()
+}
+
+// helper is what helperMain's steps share.
+type helper struct {
+	rep   *os.File // reports to the server
+	early bool     // the exec stage starts before the call comes
+	// The exec stage, once started, and the pipe of its spec.
+	stage        *os.Process
+	specR, specW *os.File
+	spec         *spec        // the call, once taken
+	tasks        *taskCounter // nil unless the process limit reports nothing itself
+	finished     sync.Once
+}
+
+// fail reports err as the reason the sandbox could not be set up, and
+// exits.
+func (h *helper) fail(err error) {
+	sendReport(h.rep, report{Setup: asSetupError(err)})
+	os.Exit(255)
+}
+
+// guardSelf keeps the command away from this process, and makes the
+// threads it will need while the command runs.
+func (h *helper) guardSelf() {
 	// Not dumpable: the command runs as the same host uid, and must not
 	// read or write this process's memory, environment or descriptors
 	// through /proc/1 (this process holds every capability of the outer
 	// user namespace).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		fail(fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err))
+		h.fail(fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err))
 	}
 	// Threads the helper will need are made now: once the command runs, a
 	// fork bomb can leave no pid for a new one (pid_max and pids.max count
@@ -41,130 +83,137 @@ func helperMain() {
 	// Idle threads are reused instead. (Before the spec, which a helper
 	// started ahead of its call waits for.)
 	prewarmThreads(spareThreads)
-	// A static binary (every release) starts its exec stage now too,
-	// which then waits for its spec. A nested user namespace needs this
-	// process's root to be its mount namespace's: the pivot into the
-	// scratch root comes first. A dynamic one (a cgo build: go run on a
-	// machine with a C compiler) needs its ELF interpreter, which the
-	// scratch root lacks: its exec stage starts once the root is built.
-	early := isStatic()
+}
+
+// enterScratch pivots into the scratch root, mounts a root caller's
+// idmapped grants, and makes the exec stage's spec pipe.
+func (h *helper) enterScratch() {
 	if err := enterScratch(); err != nil {
-		fail(err)
+		h.fail(err)
 	}
 	if err := attachIdmapped(); err != nil { // a root caller's grants, before anything starts
-		fail(err)
+		h.fail(err)
 	}
-	specR, specW, err := os.Pipe()
+	var err error
+	if h.specR, h.specW, err = os.Pipe(); err != nil {
+		h.fail(fmt.Errorf("pipe: %w", err))
+	}
+}
+
+// startStage starts the exec stage, which waits for its spec.
+func (h *helper) startStage() {
+	var err error
+	h.stage, err = startExecStage(h.specR, h.rep)
+	h.specR.Close()
 	if err != nil {
-		fail(fmt.Errorf("pipe: %w", err))
+		h.fail(err)
 	}
-	var proc *os.Process
-	startStage := func() {
-		proc, err = startExecStage(specR, rep)
-		specR.Close()
-		if err != nil {
-			fail(err)
-		}
-	}
-	if early {
-		startStage()
-	}
+}
+
+// takeCall reads the call's spec, which a helper started ahead of its call
+// waits for, and tells the server it has it.
+func (h *helper) takeCall() {
 	s, _, err := readSpec()
 	if err != nil {
-		fail(err)
+		h.fail(err)
 	}
 	// An exec stage that ended while this helper waited cannot run the
 	// call: end without taking it, and the server hands it to another.
-	if early {
+	if h.early {
 		var ws unix.WaitStatus
-		if pid, _ := unix.Wait4(proc.Pid, &ws, unix.WNOHANG, nil); pid == proc.Pid {
-			fail(errors.New("exec stage: it ended before its call"))
+		if pid, _ := unix.Wait4(h.stage.Pid, &ws, unix.WNOHANG, nil); pid == h.stage.Pid {
+			h.fail(errors.New("exec stage: it ended before its call"))
 		}
 	}
-	sendReport(rep, report{Took: true})
+	sendReport(h.rep, report{Took: true})
+	h.spec = s
+}
+
+// buildSandbox builds the call's mount tree and network, and closes what
+// the command must not inherit.
+func (h *helper) buildSandbox() {
+	s := h.spec
 	if err := buildRoot(s.Ops, s.Limits.TmpBytes); err != nil {
-		fail(err)
+		h.fail(err)
 	}
 	if err := loopbackUp(); err != nil {
-		fail(err)
+		h.fail(err)
 	}
 	if s.Mech.Processes == "pid namespace" {
 		// Root is not bound by RLIMIT_NPROC; this namespace's pid_max is
 		// (Linux 6.14+). See reservedPids for the margin.
 		pidMax := strconv.Itoa(s.Limits.MaxProcesses + reservedPids)
 		if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(pidMax), 0); err != nil {
-			fail(fmt.Errorf("write /proc/sys/kernel/pid_max %s: %w", pidMax, unwrap(err)))
+			h.fail(fmt.Errorf("write /proc/sys/kernel/pid_max %s: %w", pidMax, unwrap(err)))
 		}
 	}
 	if err := readOnlyProc(); err != nil { // after pid_max, the one sysctl written
-		fail(err)
+		h.fail(err)
 	}
 	// Nothing inherited above the report pipe reaches the command.
 	if err := unix.CloseRange(reportFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		fail(fmt.Errorf("close_range: %w", err))
+		h.fail(fmt.Errorf("close_range: %w", err))
 	}
-	if !early {
-		startStage()
-	}
+}
+
+// handOver gives the exec stage its spec, with the root it must find
+// itself in.
+func (h *helper) handOver() {
+	s := h.spec
 	// An exec stage started early had its root moved by the pivots
 	// (pivot_root moves every process whose root was the old one); it
 	// checks that against this.
+	var err error
 	if s.Root, err = currentRoot(); err != nil {
-		fail(err)
+		h.fail(err)
 	}
 	raw, err := json.Marshal(s)
 	if err != nil {
-		fail(bug(err))
+		h.fail(bug(err))
 	}
-	if _, err := specW.Write(raw); err != nil {
-		fail(fmt.Errorf("hand the exec stage its spec (did it end before the call?): %w", err))
+	if _, err := h.specW.Write(raw); err != nil {
+		h.fail(fmt.Errorf("hand the exec stage its spec (did it end before the call?): %w", err))
 	}
-	specW.Close()
+	h.specW.Close()
+}
 
-	if s.Mech.Processes == "rlimit" || s.Mech.Processes == "pid namespace" {
-		if tasks, err = newTaskCounter(s.Limits.MaxProcesses); err != nil {
-			fail(err)
-		}
-		// Nothing reports a fork refused by RLIMIT_NPROC or pid_max, and a
-		// fork bomb's processes may be gone by the end: sample the count
-		// every 20ms, every millisecond while it is past half the limit,
-		// and whenever an orphan is reaped. A shell fork bomb can rise to
-		// the limit and die out within 10ms, between two timed samples,
-		// but its processes are orphans: this process reaps them while the
-		// bomb is at its peak.
-		go func() {
-			t := time.NewTimer(processSampleInterval)
-			for {
-				if tasks.sample() >= s.Limits.MaxProcesses/2 {
-					t.Reset(time.Millisecond)
-				} else {
-					t.Reset(processSampleInterval)
-				}
-				<-t.C
-			}
-		}()
+// countTasks starts counting the command's tasks when its process limit
+// is one that reports nothing itself.
+func (h *helper) countTasks() {
+	s := h.spec
+	if s.Mech.Processes != "rlimit" && s.Mech.Processes != "pid namespace" {
+		return
 	}
-	var once sync.Once
-	finish := func(er *exitReport) {
-		once.Do(func() {
-			sendReport(rep, report{Exit: er})
-			os.Exit(0) // the kernel kills what is left in the pid namespace
+	var err error
+	if h.tasks, err = newTaskCounter(s.Limits.MaxProcesses); err != nil {
+		h.fail(err)
+	}
+	go h.tasks.watch()
+}
+
+// enforceTimeout ends the call once its time is up.
+func (h *helper) enforceTimeout() {
+	if h.spec.Timeout > 0 {
+		time.AfterFunc(h.spec.Timeout, func() {
+			h.finish(&exitReport{Code: -1, Signal: int(unix.SIGKILL), TimedOut: true, Limit: h.limitHit(nil, nil)})
 		})
 	}
-	if s.Timeout > 0 {
-		time.AfterFunc(s.Timeout, func() {
-			finish(&exitReport{Code: -1, Signal: int(unix.SIGKILL), TimedOut: true, Limit: s.limitHit(nil, nil)})
-		})
-	}
+}
 
+// forwardSignals passes the signals this process gets on to the command.
+func (h *helper) forwardSignals() {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
 	go func() {
 		for sig := range sigs {
-			proc.Signal(sig)
+			h.stage.Signal(sig)
 		}
 	}()
+}
 
+// reap waits for every process reparented to this one, until the command
+// exits; then it reports how, and ends the call. It never returns.
+func (h *helper) reap() {
 	for {
 		var ws unix.WaitStatus
 		var ru unix.Rusage
@@ -173,11 +222,11 @@ func helperMain() {
 			continue
 		}
 		if err != nil {
-			fail(fmt.Errorf("wait4: %w", err))
+			h.fail(fmt.Errorf("wait4: %w", err))
 		}
-		if pid != proc.Pid { // an orphan reparented to us
-			if tasks != nil {
-				tasks.sampleAfter(200 * time.Microsecond)
+		if pid != h.stage.Pid { // an orphan reparented to us
+			if h.tasks != nil {
+				h.tasks.sampleAfter(200 * time.Microsecond)
 			}
 			continue
 		}
@@ -189,10 +238,19 @@ func helperMain() {
 			er.Code = -1
 			er.Signal = int(ws.Signal())
 		}
-		er.Limit = s.limitHit(&ws, &ru)
-		finish(er)
+		er.Limit = h.limitHit(&ws, &ru)
+		h.finish(er)
 		select {} // finish exits; a timeout may be exiting already
 	}
+}
+
+// finish reports how the command ended, once, and exits: the kernel kills
+// what is left in the pid namespace.
+func (h *helper) finish(er *exitReport) {
+	h.finished.Do(func() {
+		sendReport(h.rep, report{Exit: er})
+		os.Exit(0)
+	})
 }
 
 // isStatic reports whether this binary runs without an ELF interpreter. It
@@ -248,8 +306,8 @@ func startExecStage(specR, rep *os.File) (*os.Process, error) {
 // that only a limit sends, a process count at its limit, a full tmpfs, or a
 // failure at a peak near the per-process memory limit. Limits held by a
 // cgroup are read from the cgroup by the server instead.
-func (s *spec) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
-	l, m := s.Limits, s.Mech
+func (h *helper) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
+	l, m := h.spec.Limits, h.spec.Mech
 	// The signal that ended the program, or the one a shell reports as
 	// its status 128+N.
 	var sig unix.Signal
@@ -271,7 +329,7 @@ func (s *spec) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
 			}
 		}
 	}
-	if (m.Processes == "rlimit" || m.Processes == "pid namespace") && tasks.peak()*10 >= l.MaxProcesses*9 {
+	if (m.Processes == "rlimit" || m.Processes == "pid namespace") && h.tasks.peak()*10 >= l.MaxProcesses*9 {
 		return fmt.Sprintf("process limit %d (%s)", l.MaxProcesses, m.Processes)
 	}
 	if m.Tmp != "" {

@@ -18,10 +18,6 @@ import (
 // when the process limit is one that reports nothing itself.
 const processSampleInterval = 20 * time.Millisecond
 
-// tasks counts the command's tasks when the process limit is one that
-// reports nothing itself.
-var tasks *taskCounter
-
 // taskCounter counts the command's tasks, the processes and threads in
 // this pid namespace but the helper (pid 1), and keeps the most it has
 // seen. It reads /proc through one open descriptor into one buffer, so a
@@ -42,6 +38,25 @@ func newTaskCounter(limit int) (*taskCounter, error) {
 		return nil, fmt.Errorf("open /proc: %w", err)
 	}
 	return &taskCounter{proc: fd, buf: make([]byte, 32<<10), limit: limit}, nil
+}
+
+// watch samples the count for as long as the helper runs. Nothing reports
+// a fork refused by RLIMIT_NPROC or pid_max, and a fork bomb's processes
+// may be gone by the end: it counts every 20ms, every millisecond while
+// the count is past half the limit; the helper counts too whenever it
+// reaps an orphan. A shell fork bomb can rise to the limit and die out
+// within 10ms, between two timed samples, but its processes are orphans:
+// the helper reaps them while the bomb is at its peak.
+func (c *taskCounter) watch() {
+	t := time.NewTimer(processSampleInterval)
+	for {
+		if c.sample() >= c.limit/2 {
+			t.Reset(time.Millisecond)
+		} else {
+			t.Reset(processSampleInterval)
+		}
+		<-t.C
+	}
 }
 
 // sample counts the tasks now and returns the count.
