@@ -95,16 +95,16 @@ func setRlimits(l policy.Limits, m Mechanisms) error {
 		return nil
 	}
 	var errs []error
-	if m.Memory == "rlimit" {
+	if m.Memory == ByRlimit {
 		errs = append(errs, set("RLIMIT_DATA", unix.RLIMIT_DATA, uint64(l.MemoryBytes)))
 	}
-	if m.Processes == "rlimit" {
+	if m.Processes == ByRlimit {
 		errs = append(errs, set("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(l.MaxProcesses)))
 	}
-	if m.FileSize == "rlimit" {
+	if m.FileSize == ByRlimit {
 		errs = append(errs, set("RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(l.MaxFileBytes)))
 	}
-	if m.CPUTime == "rlimit" {
+	if m.CPUTime == ByRlimit {
 		// The soft limit sends SIGXCPU, which names the limit; the hard
 		// limit a second later kills a program that ignores it.
 		secs := uint64((l.CPUTime + time.Second - 1) / time.Second)

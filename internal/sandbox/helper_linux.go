@@ -139,7 +139,7 @@ func (h *helper) buildSandbox() {
 	if err := loopbackUp(); err != nil {
 		h.fail(err)
 	}
-	if s.Mech.Processes == "pid namespace" {
+	if s.Mech.Processes == ByPidNamespace {
 		// Root is not bound by RLIMIT_NPROC; this namespace's pid_max is
 		// (Linux 6.14+). See reservedPids for the margin.
 		pidMax := strconv.Itoa(s.Limits.MaxProcesses + reservedPids)
@@ -181,7 +181,7 @@ func (h *helper) handOver() {
 // is one that reports nothing itself.
 func (h *helper) countTasks() {
 	s := h.spec
-	if s.Mech.Processes != "rlimit" && s.Mech.Processes != "pid namespace" {
+	if !s.Mech.countsTasks() {
 		return
 	}
 	var err error
@@ -320,19 +320,19 @@ func (h *helper) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
 	if sig != 0 {
 		switch sig {
 		case unix.SIGXCPU:
-			if m.CPUTime != "" {
+			if m.CPUTime != NoLimit {
 				return fmt.Sprintf("CPU time limit %s per process (%s)", l.CPUTime, m.CPUTime)
 			}
 		case unix.SIGXFSZ:
-			if m.FileSize != "" {
+			if m.FileSize != NoLimit {
 				return fmt.Sprintf("file size limit %s (%s)", policy.FormatSize(l.MaxFileBytes), m.FileSize)
 			}
 		}
 	}
-	if (m.Processes == "rlimit" || m.Processes == "pid namespace") && h.tasks.peak()*10 >= l.MaxProcesses*9 {
+	if m.countsTasks() && h.tasks.peak()*10 >= l.MaxProcesses*9 {
 		return fmt.Sprintf("process limit %d (%s)", l.MaxProcesses, m.Processes)
 	}
-	if m.Tmp != "" {
+	if m.Tmp != NoLimit {
 		for _, d := range append(append([]string(nil), policy.PrivateDirs...), "/dev/shm") {
 			var st unix.Statfs_t
 			if unix.Statfs(d, &st) == nil && st.Type == unix.TMPFS_MAGIC && st.Blocks > 0 && st.Bavail*100 < st.Blocks {
@@ -341,7 +341,7 @@ func (h *helper) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
 		}
 	}
 	abnormal := ws != nil && (ws.Signaled() || ws.Exited() && ws.ExitStatus() != 0)
-	if m.Memory == "rlimit" && abnormal && ru != nil && ru.Maxrss*1024*4 >= l.MemoryBytes*3 {
+	if m.Memory == ByRlimit && abnormal && ru != nil && ru.Maxrss*1024*4 >= l.MemoryBytes*3 {
 		return fmt.Sprintf("memory limit %s per process (%s)", policy.FormatSize(l.MemoryBytes), m.Memory)
 	}
 	return ""

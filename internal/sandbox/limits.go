@@ -7,10 +7,33 @@ import (
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
-// Mechanisms names what holds each limit on this machine: "cgroup",
-// "rlimit", "pid namespace", "tmpfs", or "" when the limit is off.
+// Mechanism is what holds a limit. Its value is the word messages give it:
+// "memory limit 4 GiB per process (rlimit)".
+type Mechanism string
+
+const (
+	NoLimit        Mechanism = ""              // the limit is off
+	ByCgroup       Mechanism = "cgroup"        // the command's cgroup v2, for all its processes
+	ByRlimit       Mechanism = "rlimit"        // setrlimit in the sandbox's user namespace
+	ByPidNamespace Mechanism = "pid namespace" // the sandbox's pid_max (Linux 6.14+)
+	ByTmpfs        Mechanism = "tmpfs"         // the size of each private tmpfs
+)
+
+// Mechanisms says what holds each limit on this machine.
 type Mechanisms struct {
-	Memory, Processes, FileSize, Tmp, CPUTime, CPUs string
+	Memory, Processes, FileSize, Tmp, CPUTime, CPUs Mechanism
+}
+
+// usesCgroup reports whether any limit is held by a cgroup.
+func (m Mechanisms) usesCgroup() bool {
+	return m.Memory == ByCgroup || m.Processes == ByCgroup || m.CPUs == ByCgroup
+}
+
+// countsTasks reports whether the process limit is held by a mechanism that
+// reports nothing when it refuses a fork, so that the sandbox counts the
+// command's tasks itself to tell that it was reached.
+func (m Mechanisms) countsTasks() bool {
+	return m.Processes == ByRlimit || m.Processes == ByPidNamespace
 }
 
 // reservedPids is the kernel's RESERVED_PIDS: once pids wrap, allocation
@@ -26,19 +49,19 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 	var m Mechanisms
 	cg := caps.Cgroup != ""
 	if l.MemoryBytes > 0 {
-		m.Memory = "rlimit"
+		m.Memory = ByRlimit
 		if cg {
-			m.Memory = "cgroup"
+			m.Memory = ByCgroup
 		}
 	}
 	if l.MaxProcesses > 0 {
 		switch {
 		case cg:
-			m.Processes = "cgroup"
+			m.Processes = ByCgroup
 		case uid != 0:
-			m.Processes = "rlimit"
+			m.Processes = ByRlimit
 		case caps.PidNSMax:
-			m.Processes = "pid namespace"
+			m.Processes = ByPidNamespace
 		default:
 			return m, &Refusal{
 				Cause: fmt.Sprintf("--max-processes cannot be held for a root caller here: RLIMIT_NPROC does not bind root, there is no delegated cgroup v2 (%s), and this kernel (%s) has no per-namespace pid_max (Linux 6.14+)", caps.CgroupWhy, caps.Kernel),
@@ -47,13 +70,13 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 		}
 	}
 	if l.MaxFileBytes > 0 {
-		m.FileSize = "rlimit"
+		m.FileSize = ByRlimit
 	}
 	if l.TmpBytes > 0 {
-		m.Tmp = "tmpfs"
+		m.Tmp = ByTmpfs
 	}
 	if l.CPUTime > 0 {
-		m.CPUTime = "rlimit"
+		m.CPUTime = ByRlimit
 	}
 	if l.CPUs > 0 {
 		if !cg {
@@ -68,7 +91,7 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 				Fix:   "delegate the cpu controller (Delegate=cpu memory pids), or drop --cpus",
 			}
 		}
-		m.CPUs = "cgroup"
+		m.CPUs = ByCgroup
 	}
 	return m, nil
 }
@@ -76,15 +99,15 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 // Report lists each limit with its value and mechanism, one per line.
 func (m Mechanisms) Report(l policy.Limits) string {
 	var b strings.Builder
-	line := func(name, value, mech string) {
-		if mech == "" {
+	line := func(name, value string, mech Mechanism) {
+		if mech == NoLimit {
 			fmt.Fprintf(&b, "  %-14s none\n", name)
 			return
 		}
 		fmt.Fprintf(&b, "  %-14s %s (%s)\n", name, value, mech)
 	}
 	scope := "per process"
-	if m.Memory == "cgroup" {
+	if m.Memory == ByCgroup {
 		scope = "for the whole command"
 	}
 	line("memory", policy.FormatSize(l.MemoryBytes)+" "+scope, m.Memory)
@@ -92,7 +115,7 @@ func (m Mechanisms) Report(l policy.Limits) string {
 		indentLines(&b, rlimitMemory)
 	}
 	procs := fmt.Sprint(l.MaxProcesses)
-	if m.Processes == "pid namespace" {
+	if m.Processes == ByPidNamespace {
 		procs += fmt.Sprintf(", up to %d more before pids first wrap", reservedPids-1)
 	}
 	line("processes", procs, m.Processes)

@@ -127,7 +127,7 @@ func FuzzSpec(f *testing.F) {
 		Args:    []string{"-c", "echo hi"},
 		Env:     []string{"PATH=/usr/bin:/bin"},
 		Limits:  policy.Limits{MemoryBytes: 1 << 30, MaxProcesses: 64, CPUTime: time.Minute},
-		Mech:    Mechanisms{Memory: "rlimit", Processes: "rlimit"},
+		Mech:    Mechanisms{Memory: ByRlimit, Processes: ByRlimit},
 		Timeout: time.Second,
 		Root:    &rootID{Mount: 1, Dev: 2, Ino: 3},
 	})

@@ -59,8 +59,8 @@ func (s *linuxSandbox) prepare() error {
 		}
 		s.root = r
 	}
-	if s.mech.Memory == "cgroup" || s.mech.Processes == "cgroup" || s.mech.CPUs == "cgroup" {
-		tree, err := adoptCgroup(s.caps.Cgroup, s.mech.CPUs == "cgroup")
+	if s.mech.usesCgroup() {
+		tree, err := adoptCgroup(s.caps.Cgroup, s.mech.CPUs == ByCgroup)
 		if err != nil {
 			// The probe was too hopeful: hold the limits without cgroups,
 			// or refuse those that need them.
