@@ -195,7 +195,7 @@ func (h *helper) countTasks() {
 func (h *helper) enforceTimeout() {
 	if h.spec.Timeout > 0 {
 		time.AfterFunc(h.spec.Timeout, func() {
-			h.finish(&exitReport{Code: -1, Signal: int(unix.SIGKILL), TimedOut: true, Limit: h.limitHit(nil, nil)})
+			h.finish(&exitReport{Code: -1, Signal: int(unix.SIGKILL), TimedOut: true, Limit: h.limitReached(nil, nil)})
 		})
 	}
 }
@@ -238,7 +238,7 @@ func (h *helper) reap() {
 			er.Code = -1
 			er.Signal = int(ws.Signal())
 		}
-		er.Limit = h.limitHit(&ws, &ru)
+		er.Limit = h.limitReached(&ws, &ru)
 		h.finish(er)
 		select {} // finish exits; a timeout may be exiting already
 	}
@@ -301,12 +301,12 @@ func startExecStage(specR, rep *os.File) (*os.Process, error) {
 	return proc, nil
 }
 
-// limitHit names the limit that stopped the command, from how it ended
+// limitReached finds the limit that stopped the command, from how it ended
 // (ws, ru: nil on a timeout) and what is left in the sandbox: a signal
 // that only a limit sends, a process count at its limit, a full tmpfs, or a
-// failure at a peak near the per-process memory limit. Limits held by a
-// cgroup are read from the cgroup by the server instead.
-func (h *helper) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
+// failure at a peak near the per-process memory limit; or returns nil.
+// Limits held by a cgroup are read from the cgroup by the server instead.
+func (h *helper) limitReached(ws *unix.WaitStatus, ru *unix.Rusage) *limitHit {
 	l, m := h.spec.Limits, h.spec.Mech
 	// The signal that ended the program, or the one a shell reports as
 	// its status 128+N.
@@ -321,30 +321,30 @@ func (h *helper) limitHit(ws *unix.WaitStatus, ru *unix.Rusage) string {
 		switch sig {
 		case unix.SIGXCPU:
 			if m.CPUTime != NoLimit {
-				return fmt.Sprintf("CPU time limit %s per process (%s)", l.CPUTime, m.CPUTime)
+				return &limitHit{Kind: cpuTimeLimit, Mech: m.CPUTime}
 			}
 		case unix.SIGXFSZ:
 			if m.FileSize != NoLimit {
-				return fmt.Sprintf("file size limit %s (%s)", policy.FormatSize(l.MaxFileBytes), m.FileSize)
+				return &limitHit{Kind: fileSizeLimit, Mech: m.FileSize}
 			}
 		}
 	}
 	if m.countsTasks() && h.tasks.peak()*10 >= l.MaxProcesses*9 {
-		return fmt.Sprintf("process limit %d (%s)", l.MaxProcesses, m.Processes)
+		return &limitHit{Kind: processLimit, Mech: m.Processes}
 	}
 	if m.Tmp != NoLimit {
 		for _, d := range append(append([]string(nil), policy.PrivateDirs...), "/dev/shm") {
 			var st unix.Statfs_t
 			if unix.Statfs(d, &st) == nil && st.Type == unix.TMPFS_MAGIC && st.Blocks > 0 && st.Bavail*100 < st.Blocks {
-				return fmt.Sprintf("%s size limit %s (%s)", d, policy.FormatSize(l.TmpBytes), m.Tmp)
+				return &limitHit{Kind: tmpLimit, Mech: m.Tmp, Dir: d}
 			}
 		}
 	}
 	abnormal := ws != nil && (ws.Signaled() || ws.Exited() && ws.ExitStatus() != 0)
 	if m.Memory == ByRlimit && abnormal && ru != nil && ru.Maxrss*1024*4 >= l.MemoryBytes*3 {
-		return fmt.Sprintf("memory limit %s per process (%s)", policy.FormatSize(l.MemoryBytes), m.Memory)
+		return &limitHit{Kind: memoryLimit, Mech: m.Memory}
 	}
-	return ""
+	return nil
 }
 
 // spareThreads is how many idle threads the helper keeps for itself: its

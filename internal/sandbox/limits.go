@@ -125,3 +125,45 @@ func (m Mechanisms) Report(l policy.Limits) string {
 	line("cpus", fmt.Sprint(l.CPUs), m.CPUs)
 	return b.String()
 }
+
+// limitKind is a limit that can stop a command.
+type limitKind uint8
+
+const (
+	memoryLimit limitKind = iota + 1
+	processLimit
+	fileSizeLimit
+	cpuTimeLimit
+	tmpLimit
+)
+
+// limitHit is a limit that stopped a command, and what held it, as the
+// helper or the command's cgroup found it.
+type limitHit struct {
+	Kind limitKind `json:"kind"`
+	Mech Mechanism `json:"mech"`
+	Dir  string    `json:"dir,omitempty"` // the tmpfs that filled up, for tmpLimit
+}
+
+// words names the limit with its value from l and its mechanism, as a
+// result gives it: "memory limit 4 GiB per process (rlimit)". Every
+// message about a limit that was reached is worded here.
+func (h limitHit) words(l policy.Limits) string {
+	switch h.Kind {
+	case memoryLimit:
+		scope := " per process"
+		if h.Mech == ByCgroup {
+			scope = ""
+		}
+		return fmt.Sprintf("memory limit %s%s (%s)", policy.FormatSize(l.MemoryBytes), scope, h.Mech)
+	case processLimit:
+		return fmt.Sprintf("process limit %d (%s)", l.MaxProcesses, h.Mech)
+	case fileSizeLimit:
+		return fmt.Sprintf("file size limit %s (%s)", policy.FormatSize(l.MaxFileBytes), h.Mech)
+	case cpuTimeLimit:
+		return fmt.Sprintf("CPU time limit %s per process (%s)", l.CPUTime, h.Mech)
+	case tmpLimit:
+		return fmt.Sprintf("%s size limit %s (%s)", h.Dir, policy.FormatSize(l.TmpBytes), h.Mech)
+	}
+	return bug(fmt.Errorf("limit kind %d", h.Kind)).Error()
+}

@@ -80,11 +80,11 @@ type report struct {
 }
 
 type exitReport struct {
-	Code     int    `json:"code"`
-	Signal   int    `json:"signal"`
-	TimedOut bool   `json:"timed_out,omitempty"`
-	Limit    string `json:"limit,omitempty"`   // the limit that stopped it, if one did
-	MaxRSS   int64  `json:"max_rss,omitempty"` // bytes, from wait4's rusage
+	Code     int       `json:"code"`
+	Signal   int       `json:"signal"`
+	TimedOut bool      `json:"timed_out,omitempty"`
+	Limit    *limitHit `json:"limit,omitempty"`   // the limit that stopped it, if one did
+	MaxRSS   int64     `json:"max_rss,omitempty"` // bytes, from wait4's rusage
 }
 
 func readSpec() (*spec, []byte, error) {

@@ -87,7 +87,7 @@ func FuzzReadReports(f *testing.F) {
 		want := []report{
 			{Ready: true},
 			{Start: &StartError{Path: path, Err: "no such file"}},
-			{Exit: &exitReport{Code: 127, Limit: path}},
+			{Exit: &exitReport{Code: 127, Limit: &limitHit{Kind: tmpLimit, Mech: ByTmpfs, Dir: path}}},
 		}
 		in = append(in, reportLine(t, report{Took: true})...)
 		for _, r := range want {

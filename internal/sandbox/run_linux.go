@@ -220,9 +220,9 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 	}
 	switch {
 	case cgo.oomKilled:
-		res.Limit = fmt.Sprintf("memory limit %s (cgroup)", policy.FormatSize(s.pol.Limits.MemoryBytes))
+		res.Limit = limitHit{Kind: memoryLimit, Mech: ByCgroup}.words(s.pol.Limits)
 	case cgo.pidsAtMax:
-		res.Limit = fmt.Sprintf("process limit %d (cgroup)", s.pol.Limits.MaxProcesses)
+		res.Limit = limitHit{Kind: processLimit, Mech: ByCgroup}.words(s.pol.Limits)
 	}
 	for _, r := range rs {
 		if r.Exit != nil {
@@ -233,8 +233,8 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 				res.Signal = unix.SignalName(syscall.Signal(r.Exit.Signal))
 			}
 			res.TimedOut = res.TimedOut || r.Exit.TimedOut
-			if res.Limit == "" {
-				res.Limit = r.Exit.Limit
+			if res.Limit == "" && r.Exit.Limit != nil {
+				res.Limit = r.Exit.Limit.words(s.pol.Limits)
 			}
 			if res.MemoryPeakBytes == 0 {
 				res.MemoryPeakBytes = r.Exit.MaxRSS
