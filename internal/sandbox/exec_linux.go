@@ -157,7 +157,7 @@ func lookPath(file, pathEnv string) (string, *StartError) {
 	if firstErr != nil {
 		return "", startError(file, firstErr)
 	}
-	return "", &StartError{Path: file, NotFound: true, Err: "executable file not found in PATH inside the sandbox"}
+	return "", &StartError{Path: file, NotFound: true, Err: "executable file not found in PATH inside the sandbox", Errno: unix.ENOENT}
 }
 
 func executable(p string) error {
@@ -172,18 +172,20 @@ func executable(p string) error {
 }
 
 func startError(path string, err error) *StartError {
+	se := &StartError{Path: path, Errno: errnoOf(err)}
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-		return &StartError{Path: path, NotFound: true, Err: "no such file inside the sandbox (the home directory, host /tmp and credentials are hidden)"}
+		se.NotFound, se.Err = true, "no such file inside the sandbox (the home directory, host /tmp and credentials are hidden)"
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		return &StartError{Path: path, Err: "permission denied: not executable, or not allowed by the sandbox"}
+		se.Err = "permission denied: not executable, or not allowed by the sandbox"
 	case errors.Is(err, unix.EISDIR):
-		return &StartError{Path: path, Err: "is a directory"}
+		se.Err = "is a directory"
 	case errors.Is(err, unix.ENOEXEC):
-		return &StartError{Path: path, Err: "exec format error: not a program this machine can run"}
+		se.Err = "exec format error: not a program this machine can run"
 	default:
-		return &StartError{Path: path, Err: err.Error()}
+		se.Err = err.Error()
 	}
+	return se
 }
 
 // dropCapabilities leaves the command no capability even when the caller is

@@ -54,7 +54,7 @@ func (s *linuxSandbox) startGuard() error {
 	cfg.Log = func(msg string) { slog.Warn(msg) }
 	g, err := gitguard.New(cfg)
 	if err != nil {
-		return &SetupError{Op: "watch for git repositories", Err: err.Error()}
+		return setupError("watch for git repositories", err)
 	}
 	s.guard = g
 	return nil

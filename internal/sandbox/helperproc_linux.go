@@ -65,7 +65,7 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	}()
 	if s.cgroups != nil {
 		if h.cg, err = s.cgroups.create(s.pol.Limits, s.mech); err != nil {
-			return nil, &SetupError{Op: "cgroup", Err: err.Error()}
+			return nil, setupError("cgroup", err)
 		}
 	}
 	var childEnds []*os.File // closed once the helper holds its copies
@@ -76,12 +76,12 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	}()
 	pipe := func() (r, w *os.File, err error) {
 		if r, w, err = os.Pipe(); err != nil {
-			return nil, nil, &SetupError{Op: "pipe", Err: err.Error()}
+			return nil, nil, setupError("pipe", err)
 		}
 		if err := s.root.own(r); err != nil {
 			r.Close()
 			w.Close()
-			return nil, nil, &SetupError{Op: "pipe", Err: err.Error()}
+			return nil, nil, setupError("pipe", err)
 		}
 		return r, w, nil
 	}
@@ -143,7 +143,7 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	if s.root != nil {
 		trees, err := s.root.helper(h.cmd)
 		if err != nil {
-			return nil, &SetupError{Op: "idmapped mounts", Err: err.Error()}
+			return nil, setupError("idmapped mounts", err)
 		}
 		childEnds = append(childEnds, trees...)
 	}
@@ -172,11 +172,11 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		h.cmd = nil
 		if errors.Is(err, syscall.EAGAIN) {
 			if why := processLimitReached(); why != "" {
-				return nil, &SetupError{Op: "start the sandbox helper", Err: strings.TrimPrefix(err.Error(), "fork/exec /proc/self/exe: ") + ": " + why}
+				return nil, &SetupError{Op: "start the sandbox helper", Err: strings.TrimPrefix(err.Error(), "fork/exec /proc/self/exe: ") + ": " + why, Errno: errnoOf(err)}
 			}
 		}
 		why, fix := diagnoseUserNS(err)
-		return nil, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix}
+		return nil, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix, Errno: errnoOf(err)}
 	}
 	return h, nil
 }

@@ -115,9 +115,9 @@ func asSetupError(err error) *SetupError {
 	}
 	op, msg, ok := strings.Cut(err.Error(), ": ")
 	if !ok {
-		return &SetupError{Op: "setup", Err: err.Error()}
+		return setupError("setup", err)
 	}
-	return &SetupError{Op: op, Err: msg}
+	return &SetupError{Op: op, Err: msg, Errno: errnoOf(err)}
 }
 
 // maxReportBytes bounds one report line. A report repeats at most the

@@ -100,7 +100,7 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 	// (and before anything else).
 	git, err := s.guard.Begin()
 	if err != nil {
-		return Result{}, &SetupError{Op: "git protection", Err: err.Error()}
+		return Result{}, setupError("git protection", err)
 	}
 	var gitNotes []string
 	gitEnded := false

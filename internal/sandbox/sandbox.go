@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
@@ -55,22 +56,33 @@ type Result struct {
 }
 
 // SetupError means the sandbox could not be built for this call; the
-// command did not run.
+// command did not run. It crosses from the sandbox's own processes to the
+// server as JSON, so it holds text, and the errno for errors.Is.
 type SetupError struct {
-	Op  string // "mount", "landlock_restrict_self", ...
-	Err string
+	Op    string        // "mount", "landlock_restrict_self", ...
+	Err   string        // what went wrong
+	Errno syscall.Errno `json:",omitempty"` // the error number, if one caused it; else 0
 }
 
 func (e *SetupError) Error() string {
 	return fmt.Sprintf("sandbox setup failed: %s: %s", e.Op, e.Err)
 }
 
+// Unwrap returns e.Errno, or nil if there is none.
+func (e *SetupError) Unwrap() error { return errnoError(e.Errno) }
+
+// setupError is the SetupError of operation op failing with err.
+func setupError(op string, err error) *SetupError {
+	return &SetupError{Op: op, Err: err.Error(), Errno: errnoOf(err)}
+}
+
 // StartError means the sandbox was built but the program could not start:
 // not found, not executable, or hidden by the sandbox.
 type StartError struct {
 	Path     string
-	Err      string
-	NotFound bool
+	Err      string        // what went wrong
+	NotFound bool          // no such program
+	Errno    syscall.Errno `json:",omitempty"` // the error number exec or the lookup met; else 0
 }
 
 func (e *StartError) Error() string {
@@ -81,6 +93,9 @@ func (e *StartError) Error() string {
 	}
 	return fmt.Sprintf("failed to start %q: %s", e.Path, e.Err)
 }
+
+// Unwrap returns e.Errno, or nil if there is none.
+func (e *StartError) Unwrap() error { return errnoError(e.Errno) }
 
 // Sandbox runs commands under one policy. It is safe for concurrent use.
 type Sandbox struct {
@@ -152,4 +167,19 @@ func unwrap(err error) error {
 // bug marks a state that cannot happen, so it reads as ours to fix.
 func bug(err error) error {
 	return fmt.Errorf("bug in nanosandbox-mcp (please report): %w", err)
+}
+
+// errnoOf returns the error number in err's chain, or 0.
+func errnoOf(err error) syscall.Errno {
+	var errno syscall.Errno
+	errors.As(err, &errno)
+	return errno
+}
+
+// errnoError returns errno as an error, or nil for 0.
+func errnoError(errno syscall.Errno) error {
+	if errno == 0 {
+		return nil
+	}
+	return errno
 }
