@@ -3,6 +3,8 @@ package sandbox
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
 // Capabilities is what this machine can enforce, found once at start.
@@ -50,6 +52,11 @@ type Refusal struct {
 }
 
 func (r *Refusal) Error() string { return r.Cause }
+
+// Explain returns the cause and the fix.
+func (r *Refusal) Explain() (msg, hint string) { return r.Cause, r.Fix }
+
+var _ policy.Hinted = (*Refusal)(nil)
 
 // Refusal returns why the sandbox cannot run here, or nil. Nothing is ever
 // weakened to make it run: each missing layer is a refusal.
