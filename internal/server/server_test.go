@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -201,6 +202,31 @@ func TestCallReachesTheRunner(t *testing.T) {
 	want := "exit status 3\n--- stdout ---\nout\n--- stderr ---\nerr"
 	if txt := res.Content[0].(*mcp.TextContent).Text; res.IsError || txt != want {
 		t.Errorf("got isError=%v %q, want %q", res.IsError, txt, want)
+	}
+}
+
+// TestInputKeysAreTheSchemas checks that what the decoder takes is what
+// the schema lists, and what runCommandInput holds.
+func TestInputKeysAreTheSchemas(t *testing.T) {
+	s := inputSchema()
+	var props []string
+	for k := range s.Properties {
+		props = append(props, k)
+	}
+	slices.Sort(props)
+	order := slices.Sorted(slices.Values(inputKeys))
+	var tags []string
+	rt := reflect.TypeFor[runCommandInput]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		tags = append(tags, name)
+	}
+	slices.Sort(tags)
+	if !slices.Equal(props, order) || !slices.Equal(props, tags) {
+		t.Errorf("schema properties %q, property order %q, runCommandInput fields %q: want one set", props, order, tags)
+	}
+	if _, err := decodeInput(json.RawMessage(`{"command":"ls","args":["-l"],"stdin":"x"}`)); err != nil {
+		t.Errorf("every key the schema lists: %v", err)
 	}
 }
 
