@@ -135,21 +135,9 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 		return Result{}, bug(err)
 	}
 
-	// A spare that died while it waited never took the call: the call
-	// goes to a helper started now instead.
-	var h *helperProc
-	if piped(c) {
-		h = s.spares.take()
-	}
-	if h != nil && !h.hand(ctx, raw) {
-		go h.discard()
-		h = nil
-	}
-	if h == nil {
-		if h, err = s.startHelper(c); err != nil {
-			return Result{}, err
-		}
-		h.hand(ctx, raw) // a fresh one that fails reports why, or its exit says
+	h, err := s.helperFor(ctx, c, raw)
+	if err != nil {
+		return Result{}, err
 	}
 	defer func() {
 		h.discard()
@@ -206,7 +194,36 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 		h.cg = nil
 		res.MemoryPeakBytes = cgo.memoryPeak
 	}
+	return s.outcome(res, rs, cgo, waitErr)
+}
 
+// helperFor hands the call's spec raw to the spare, when c's stdio goes
+// through pipes and the spare is alive, or else to a helper started now.
+func (s *linuxSandbox) helperFor(ctx context.Context, c *Command, raw []byte) (*helperProc, error) {
+	// A spare that died while it waited never took the call: the call
+	// goes to a helper started now instead.
+	var h *helperProc
+	if piped(c) {
+		h = s.spares.take()
+	}
+	if h != nil && !h.hand(ctx, raw) {
+		go h.discard()
+		h = nil
+	}
+	if h == nil {
+		var err error
+		if h, err = s.startHelper(c); err != nil {
+			return nil, err
+		}
+		h.hand(ctx, raw) // a fresh one that fails reports why, or its exit says
+	}
+	return h, nil
+}
+
+// outcome completes res, what the server saw of a call, with what the
+// helper reported (rs), what the command's cgroup recorded (cgo) and how
+// the helper exited (waitErr); or returns why the command did not run.
+func (s *linuxSandbox) outcome(res Result, rs []report, cgo cgroupOutcome, waitErr error) (Result, error) {
 	for _, r := range rs {
 		switch {
 		case r.Setup != nil:
