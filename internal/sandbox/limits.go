@@ -111,7 +111,7 @@ func (m Mechanisms) Report(l policy.Limits) string {
 		scope = "for the whole command"
 	}
 	line("memory", policy.FormatSize(l.MemoryBytes)+" "+scope, m.Memory)
-	if m.Memory == "rlimit" {
+	if m.Memory == ByRlimit {
 		indentLines(&b, rlimitMemory)
 	}
 	procs := fmt.Sprint(l.MaxProcesses)

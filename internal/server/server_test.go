@@ -271,10 +271,10 @@ func TestResult(t *testing.T) {
 // the model is told what is not counted; a cgroup's limit needs no words.
 func TestDescriptionSaysWhatRlimitsMiss(t *testing.T) {
 	p := testPolicy(t)
-	if got := tool(p, sandbox.Mechanisms{Memory: "cgroup"}).Description; got != p.Describe() {
+	if got := tool(p, sandbox.Mechanisms{Memory: sandbox.ByCgroup}).Description; got != p.Describe() {
 		t.Errorf("with a cgroup: got %q, want the policy alone", got)
 	}
-	got := tool(p, sandbox.Mechanisms{Memory: "rlimit"}).Description
+	got := tool(p, sandbox.Mechanisms{Memory: sandbox.ByRlimit}).Description
 	for _, want := range []string{"\nMemory is limited per process", "memfd", "pipe and socket buffers", "kernel memory"} {
 		if !strings.HasPrefix(got, p.Describe()) || !strings.Contains(got, want) {
 			t.Errorf("with rlimits: got %q, want the policy, then %q", got, want)
