@@ -32,15 +32,21 @@ DIST_NAME = "nanosandbox_mcp"  # the name as wheel file names spell it
 PACKAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nanosandbox_mcp")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# The one platform table, which the npm launcher reads at run time and so
+# ships inside it; the stager and the checks read it too.
+PLATFORMS_JSON = os.path.join(REPO_ROOT, "npm", "nanosandbox-mcp", "lib", "platforms.json")
+
+
+def read_platform_tags(path=PLATFORMS_JSON):
+    """Return {(goos, goarch): [platform tag, ...]} from the platform table."""
+    with open(path, encoding="utf-8") as f:
+        return {(p["goos"], p["goarch"]): list(p["wheel_tags"]) for p in json.load(f)}
+
+
 # Platform tags per GOOS/GOARCH (DESIGN.md §6). The Linux binary is static,
 # so it runs on any glibc (manylinux) and on musl (musllinux); Go 1.26 needs
 # macOS 12.
-PLATFORM_TAGS = {
-    ("linux", "amd64"): ["manylinux_2_17_x86_64", "manylinux2014_x86_64", "musllinux_1_1_x86_64"],
-    ("linux", "arm64"): ["manylinux_2_17_aarch64", "manylinux2014_aarch64", "musllinux_1_1_aarch64"],
-    ("darwin", "arm64"): ["macosx_12_0_arm64"],
-    ("darwin", "amd64"): ["macosx_12_0_x86_64"],
-}
+PLATFORM_TAGS = read_platform_tags()
 PYTHON_TAG, ABI_TAG = "py3", "none"
 
 SUMMARY = "MCP server whose one tool, run_command, runs programs in an OS sandbox"

@@ -9,6 +9,12 @@ Standard library only. Subcommands:
   archives DIST            every archive holds LICENSE, README.md and the
                            binary (mode 0755, same bytes); checksums.txt holds
   elf-machine FILE         print the ELF machine of FILE (x86_64, aarch64)
+  targets                  print each released GOOS/GOARCH, one a line, from
+                           the platform table
+  platform GOOS GOARCH     print that platform's npm package and wheel tag
+                           (dot-joined), from the platform table; fail if it
+                           is not released
+  npm-packages             print the npm platform packages, sorted, one a line
   roundtrip [--version V] -- CMD...
                            start CMD as an MCP server over stdio: initialize
                            (2025-11-25), notifications/initialized, tools/list,
@@ -35,6 +41,21 @@ import subprocess
 import sys
 import tarfile
 import time
+
+# The one platform table: what is released, for Go, npm and PyPI. The npm
+# launcher reads it at run time, so it ships inside it.
+PLATFORMS_JSON = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                               "npm", "nanosandbox-mcp", "lib", "platforms.json"))
+
+
+def read_platforms():
+    with open(PLATFORMS_JSON, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def npm_package(p):
+    return f"nanosandbox-mcp-{p['npm_os']}-{p['npm_cpu']}"
+
 
 # ELF e_machine and Mach-O cputype for each GOARCH.
 ELF_MACHINE = {"amd64": 62, "arm64": 183}
@@ -128,7 +149,7 @@ def check_binaries(dist):
         if os.stat(path).st_mode & 0o755 != 0o755:
             raise CheckError(f"{path}: mode {os.stat(path).st_mode:o}, want 0755")
         seen.add(f"{goos}/{goarch}")
-    want = {f"{o}/{a}" for o in ("linux", "darwin") for a in ("amd64", "arm64")}
+    want = {f"{p['goos']}/{p['goarch']}" for p in read_platforms()}
     if seen != want:
         raise CheckError(f"binaries for {sorted(seen)}, want {sorted(want)}")
 
@@ -361,6 +382,11 @@ def main(argv):
     for name in ("binaries", "archives"):
         sub.add_parser(name).add_argument("dist")
     sub.add_parser("elf-machine").add_argument("file")
+    sub.add_parser("targets")
+    plat = sub.add_parser("platform")
+    plat.add_argument("goos")
+    plat.add_argument("goarch")
+    sub.add_parser("npm-packages")
     sub.add_parser("roundtrip").add_argument("--version")
     for name in ("sigterm-during-call", "sigterm-oneshot"):
         sub.add_parser(name).add_argument("--also", action="append", default=[],
@@ -376,6 +402,17 @@ def main(argv):
         elif args.cmd == "elf-machine":
             with open(args.file, "rb") as f:
                 print(ELF_MACHINE_NAME.get(elf_info(f.read(64 << 10))[1], "unknown"))
+        elif args.cmd == "targets":
+            for p in read_platforms():
+                print(f"{p['goos']}/{p['goarch']}")
+        elif args.cmd == "platform":
+            rows = [p for p in read_platforms() if (p["goos"], p["goarch"]) == (args.goos, args.goarch)]
+            if len(rows) != 1:
+                raise CheckError(f"{args.goos}/{args.goarch} is not in the platform table {PLATFORMS_JSON}")
+            print(npm_package(rows[0]), ".".join(rows[0]["wheel_tags"]))
+        elif args.cmd == "npm-packages":
+            for name in sorted(npm_package(p) for p in read_platforms()):
+                print(name)
         elif args.cmd == "roundtrip":
             roundtrip(server, args.version)
         elif args.cmd == "sigterm-during-call":

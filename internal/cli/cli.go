@@ -40,6 +40,11 @@ type usageError struct{ msg, hint string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// Explain returns the message and the hint.
+func (e *usageError) Explain() (msg, hint string) { return e.msg, e.hint }
+
+var _ policy.Hinted = (*usageError)(nil)
+
 type flags struct {
 	workspace     string
 	readOnly      []string
@@ -316,26 +321,22 @@ func capProcesses(f *flags, l *policy.Limits) error {
 	return nil
 }
 
-// fail prints err for the person launching the server and returns its exit
-// code: 2 for a usage error, 1 otherwise.
+// fail prints err for the person launching the server, with its hint
+// (policy.Hinted) or else a pointer to --check, and returns its exit code:
+// 2 for a bad command line or flag value, 1 otherwise.
 func fail(stderr io.Writer, err error) int {
+	msg, hint := err.Error(), "run "+name+" --check --workspace DIR to see which layer fails"
+	var h policy.Hinted
+	if errors.As(err, &h) {
+		msg, hint = h.Explain()
+	}
+	fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, msg, name, hint)
 	var ue *usageError
 	var fe *policy.FlagError
-	var r *sandbox.Refusal
-	switch {
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, ue.msg, name, ue.hint)
+	if errors.As(err, &ue) || errors.As(err, &fe) {
 		return exitUsage
-	case errors.As(err, &fe):
-		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, fe.Error(), name, fe.Hint)
-		return exitUsage
-	case errors.As(err, &r):
-		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, r.Cause, name, r.Fix)
-		return exitRuntime
-	default:
-		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, err, name, "run "+name+" --check --workspace DIR to see which layer fails")
-		return exitRuntime
 	}
+	return exitRuntime
 }
 
 // runOnce runs one command in the sandbox with the terminal's stdio and

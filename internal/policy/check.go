@@ -12,7 +12,10 @@ type Denial struct {
 	Hint   string
 }
 
-func (d *Denial) Error() string { return "refused: " + d.Reason + "; " + d.Hint }
+func (d *Denial) Error() string {
+	msg, hint := d.Explain()
+	return msg + "; " + hint
+}
 
 // MaxArgBytes bounds the command, its arguments and stdin taken together.
 const MaxArgBytes = 8 << 20

@@ -37,13 +37,20 @@
 // Linux (amd64, arm64): user, mount, pid, net, ipc, uts and cgroup
 // namespaces built by a re-executed helper; the command runs in a nested user
 // namespace as the caller (a root caller's as another uid), with no
-// capabilities, under Landlock (ABI 1+) and a seccomp filter. See
-// run_linux.go and child_linux.go. Limits are held per command by a
-// delegated cgroup v2 where the server has one or systemd gives it one
-// ([JoinScope], systemd_linux.go), else by rlimits, which count less
-// (memory.go).
+// capabilities, under Landlock (ABI 1+) and a seccomp filter. The server's
+// half: run_linux.go (one call), helperproc_linux.go (a helper as the server
+// starts and feeds it), spare_linux.go (the helper kept for the next call).
+// The re-executions' half: protocol_linux.go (the spec and the reports
+// between them), helper_linux.go (pid 1 of the sandbox), exec_linux.go (the
+// last restrictions, then exec), tasks_linux.go (counting the command's
+// processes where nothing else reports the limit). Limits are held per
+// command by a delegated cgroup v2 where the server has one or systemd
+// gives it one ([JoinScope], systemd_linux.go), else by rlimits, which
+// count less (memory.go).
 //
 // macOS and every other OS: [ErrUnsupported] for now (#2 lands Linux first).
+// What an OS provides is one platform (platform.go); run_other.go is the
+// one for every OS without a sandbox.
 //
 // # What is refused
 //

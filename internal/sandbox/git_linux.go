@@ -14,7 +14,7 @@ import (
 // private home, which later calls write too. Masked paths in them are
 // left out (commands cannot reach them); a --writable inside another
 // writable root lifts git's protection there, as the user asked.
-func (s *Sandbox) startGuard() error {
+func (s *linuxSandbox) startGuard() error {
 	p := s.pol
 	var cfg gitguard.Config
 	for _, g := range p.Grants {
@@ -36,7 +36,7 @@ func (s *Sandbox) startGuard() error {
 	if p.PrivateHome != "" && p.Home != "" {
 		cfg.Roots = append(cfg.Roots, gitguard.Root{Host: p.PrivateHome, Sandbox: p.Home})
 	}
-	for _, op := range s.os.static.ops {
+	for _, op := range s.static.ops {
 		if op.Kind != opHide && op.Kind != opMask {
 			continue
 		}
@@ -54,8 +54,8 @@ func (s *Sandbox) startGuard() error {
 	cfg.Log = func(msg string) { slog.Warn(msg) }
 	g, err := gitguard.New(cfg)
 	if err != nil {
-		return &SetupError{Op: "watch for git repositories", Err: err.Error()}
+		return setupError("watch for git repositories", err)
 	}
-	s.os.guard = g
+	s.guard = g
 	return nil
 }

@@ -7,10 +7,33 @@ import (
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
-// Mechanisms names what holds each limit on this machine: "cgroup",
-// "rlimit", "pid namespace", "tmpfs", or "" when the limit is off.
+// Mechanism is what holds a limit. Its value is the word messages give it:
+// "memory limit 4 GiB per process (rlimit)".
+type Mechanism string
+
+const (
+	NoLimit        Mechanism = ""              // the limit is off
+	ByCgroup       Mechanism = "cgroup"        // the command's cgroup v2, for all its processes
+	ByRlimit       Mechanism = "rlimit"        // setrlimit in the sandbox's user namespace
+	ByPidNamespace Mechanism = "pid namespace" // the sandbox's pid_max (Linux 6.14+)
+	ByTmpfs        Mechanism = "tmpfs"         // the size of each private tmpfs
+)
+
+// Mechanisms says what holds each limit on this machine.
 type Mechanisms struct {
-	Memory, Processes, FileSize, Tmp, CPUTime, CPUs string
+	Memory, Processes, FileSize, Tmp, CPUTime, CPUs Mechanism
+}
+
+// usesCgroup reports whether any limit is held by a cgroup.
+func (m Mechanisms) usesCgroup() bool {
+	return m.Memory == ByCgroup || m.Processes == ByCgroup || m.CPUs == ByCgroup
+}
+
+// countsTasks reports whether the process limit is held by a mechanism that
+// reports nothing when it refuses a fork, so that the sandbox counts the
+// command's tasks itself to tell that it was reached.
+func (m Mechanisms) countsTasks() bool {
+	return m.Processes == ByRlimit || m.Processes == ByPidNamespace
 }
 
 // reservedPids is the kernel's RESERVED_PIDS: once pids wrap, allocation
@@ -26,19 +49,19 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 	var m Mechanisms
 	cg := caps.Cgroup != ""
 	if l.MemoryBytes > 0 {
-		m.Memory = "rlimit"
+		m.Memory = ByRlimit
 		if cg {
-			m.Memory = "cgroup"
+			m.Memory = ByCgroup
 		}
 	}
 	if l.MaxProcesses > 0 {
 		switch {
 		case cg:
-			m.Processes = "cgroup"
+			m.Processes = ByCgroup
 		case uid != 0:
-			m.Processes = "rlimit"
+			m.Processes = ByRlimit
 		case caps.PidNSMax:
-			m.Processes = "pid namespace"
+			m.Processes = ByPidNamespace
 		default:
 			return m, &Refusal{
 				Cause: fmt.Sprintf("--max-processes cannot be held for a root caller here: RLIMIT_NPROC does not bind root, there is no delegated cgroup v2 (%s), and this kernel (%s) has no per-namespace pid_max (Linux 6.14+)", caps.CgroupWhy, caps.Kernel),
@@ -47,13 +70,13 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 		}
 	}
 	if l.MaxFileBytes > 0 {
-		m.FileSize = "rlimit"
+		m.FileSize = ByRlimit
 	}
 	if l.TmpBytes > 0 {
-		m.Tmp = "tmpfs"
+		m.Tmp = ByTmpfs
 	}
 	if l.CPUTime > 0 {
-		m.CPUTime = "rlimit"
+		m.CPUTime = ByRlimit
 	}
 	if l.CPUs > 0 {
 		if !cg {
@@ -68,7 +91,7 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 				Fix:   "delegate the cpu controller (Delegate=cpu memory pids), or drop --cpus",
 			}
 		}
-		m.CPUs = "cgroup"
+		m.CPUs = ByCgroup
 	}
 	return m, nil
 }
@@ -76,23 +99,23 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 // Report lists each limit with its value and mechanism, one per line.
 func (m Mechanisms) Report(l policy.Limits) string {
 	var b strings.Builder
-	line := func(name, value, mech string) {
-		if mech == "" {
+	line := func(name, value string, mech Mechanism) {
+		if mech == NoLimit {
 			fmt.Fprintf(&b, "  %-14s none\n", name)
 			return
 		}
 		fmt.Fprintf(&b, "  %-14s %s (%s)\n", name, value, mech)
 	}
 	scope := "per process"
-	if m.Memory == "cgroup" {
+	if m.Memory == ByCgroup {
 		scope = "for the whole command"
 	}
 	line("memory", policy.FormatSize(l.MemoryBytes)+" "+scope, m.Memory)
-	if m.Memory == "rlimit" {
+	if m.Memory == ByRlimit {
 		indentLines(&b, rlimitMemory)
 	}
 	procs := fmt.Sprint(l.MaxProcesses)
-	if m.Processes == "pid namespace" {
+	if m.Processes == ByPidNamespace {
 		procs += fmt.Sprintf(", up to %d more before pids first wrap", reservedPids-1)
 	}
 	line("processes", procs, m.Processes)
@@ -101,4 +124,46 @@ func (m Mechanisms) Report(l policy.Limits) string {
 	line("cpu time", l.CPUTime.String()+" per process", m.CPUTime)
 	line("cpus", fmt.Sprint(l.CPUs), m.CPUs)
 	return b.String()
+}
+
+// limitKind is a limit that can stop a command.
+type limitKind uint8
+
+const (
+	memoryLimit limitKind = iota + 1
+	processLimit
+	fileSizeLimit
+	cpuTimeLimit
+	tmpLimit
+)
+
+// limitHit is a limit that stopped a command, and what held it, as the
+// helper or the command's cgroup found it.
+type limitHit struct {
+	Kind limitKind `json:"kind"`
+	Mech Mechanism `json:"mech"`
+	Dir  string    `json:"dir,omitempty"` // the tmpfs that filled up, for tmpLimit
+}
+
+// words names the limit with its value from l and its mechanism, as a
+// result gives it: "memory limit 4 GiB per process (rlimit)". Every
+// message about a limit that was reached is worded here.
+func (h limitHit) words(l policy.Limits) string {
+	switch h.Kind {
+	case memoryLimit:
+		scope := " per process"
+		if h.Mech == ByCgroup {
+			scope = ""
+		}
+		return fmt.Sprintf("memory limit %s%s (%s)", policy.FormatSize(l.MemoryBytes), scope, h.Mech)
+	case processLimit:
+		return fmt.Sprintf("process limit %d (%s)", l.MaxProcesses, h.Mech)
+	case fileSizeLimit:
+		return fmt.Sprintf("file size limit %s (%s)", policy.FormatSize(l.MaxFileBytes), h.Mech)
+	case cpuTimeLimit:
+		return fmt.Sprintf("CPU time limit %s per process (%s)", l.CPUTime, h.Mech)
+	case tmpLimit:
+		return fmt.Sprintf("%s size limit %s (%s)", h.Dir, policy.FormatSize(l.TmpBytes), h.Mech)
+	}
+	return bug(fmt.Errorf("limit kind %d", h.Kind)).Error()
 }

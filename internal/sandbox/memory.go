@@ -19,7 +19,7 @@ var rlimitMemory = []string{
 // Caveats tells the model, in a sentence, where a limit is weaker than its
 // value suggests; empty when none is.
 func (m Mechanisms) Caveats() string {
-	if m.Memory != "rlimit" {
+	if m.Memory != ByRlimit {
 		return ""
 	}
 	return "Memory is limited per process, counting heap, thread stacks and private mappings: " +

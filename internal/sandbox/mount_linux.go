@@ -54,7 +54,7 @@ func buildRoot(ops []mountOp, tmpBytes int64) error {
 	}
 	for _, fd := range seal {
 		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-			return &SetupError{Op: "mount_setattr read-only", Err: err.Error()}
+			return setupError("mount_setattr read-only", err)
 		}
 		unix.Close(fd)
 	}
@@ -62,16 +62,16 @@ func buildRoot(ops []mountOp, tmpBytes int64) error {
 	// The final pivot: newRoot becomes "/", and the scratch root with the
 	// old tree below it is detached.
 	if err := unix.Chdir(newRoot); err != nil {
-		return &SetupError{Op: "chdir " + newRoot, Err: err.Error()}
+		return setupError("chdir "+newRoot, err)
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
-		return &SetupError{Op: "pivot_root .", Err: err.Error()}
+		return setupError("pivot_root .", err)
 	}
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return &SetupError{Op: "umount old root", Err: err.Error()}
+		return setupError("umount old root", err)
 	}
 	if err := unix.Chdir("/"); err != nil {
-		return &SetupError{Op: "chdir /", Err: err.Error()}
+		return setupError("chdir /", err)
 	}
 	return nil
 }
@@ -82,30 +82,30 @@ func buildRoot(ops []mountOp, tmpBytes int64) error {
 // namespace's, which creating a nested user namespace requires.
 func enterScratch() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return &SetupError{Op: "mount --make-rprivate /", Err: err.Error()}
+		return setupError("mount --make-rprivate /", err)
 	}
 	if err := unix.Mount("tmpfs", scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
-		return &SetupError{Op: "mount tmpfs " + scratch, Err: err.Error()}
+		return setupError("mount tmpfs "+scratch, err)
 	}
 	for _, d := range []string{newRoot, oldRoot, "/proc"} {
 		if err := os.Mkdir(scratch+d, 0o755); err != nil {
-			return &SetupError{Op: "mkdir " + d, Err: unwrap(err).Error()}
+			return setupError("mkdir "+d, unwrap(err))
 		}
 	}
 	if err := os.WriteFile(scratch+emptyFile, nil, 0o444); err != nil {
-		return &SetupError{Op: "create " + emptyFile, Err: unwrap(err).Error()}
+		return setupError("create "+emptyFile, unwrap(err))
 	}
 	if err := unix.PivotRoot(scratch, scratch+oldRoot); err != nil {
-		return &SetupError{Op: "pivot_root " + scratch, Err: err.Error()}
+		return setupError("pivot_root "+scratch, err)
 	}
 	if err := unix.Chdir("/"); err != nil {
-		return &SetupError{Op: "chdir /", Err: err.Error()}
+		return setupError("chdir /", err)
 	}
 	// This pid namespace's /proc, for starting the exec stage: its uid
 	// and gid maps are written there, and /proc/self/exe is this binary.
 	// It goes with the scratch root at the final pivot.
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return &SetupError{Op: "mount proc on the scratch root", Err: err.Error()}
+		return setupError("mount proc on the scratch root", err)
 	}
 	return nil
 }
@@ -126,11 +126,11 @@ func runOp(op mountOp) (int, error) {
 		}
 		mfd, err := newTmpfs(fmt.Sprintf("%o", mode), size)
 		if err != nil {
-			return -1, &SetupError{Op: "tmpfs " + op.Path, Err: err.Error()}
+			return -1, setupError("tmpfs "+op.Path, err)
 		}
 		if err := attach(mfd, target, true, op.Make); err != nil {
 			unix.Close(mfd)
-			return -1, &SetupError{Op: "mount tmpfs " + op.Path, Err: err.Error()}
+			return -1, setupError("mount tmpfs "+op.Path, err)
 		}
 		if op.Kind == opHide {
 			return mfd, nil
@@ -140,11 +140,11 @@ func runOp(op mountOp) (int, error) {
 	case opMask:
 		tree, err := cloneTree(emptyFile, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false)
 		if err != nil {
-			return -1, &SetupError{Op: "mask " + op.Path, Err: err.Error()}
+			return -1, setupError("mask "+op.Path, err)
 		}
 		defer unix.Close(tree)
 		if err := attach(tree, target, false, false); err != nil {
-			return -1, &SetupError{Op: "mask " + op.Path, Err: err.Error()}
+			return -1, setupError("mask "+op.Path, err)
 		}
 	case opProtect, opPin:
 		// A carve-out planned from the host a moment ago may be gone by
@@ -155,7 +155,7 @@ func runOp(op mountOp) (int, error) {
 			return -1, nil
 		}
 		if err != nil {
-			return -1, &SetupError{Op: op.Kind.String() + " " + op.Path, Err: err.Error()}
+			return -1, setupError(op.Kind.String()+" "+op.Path, err)
 		}
 	case opBindRO, opBindRW:
 		src := target
@@ -168,11 +168,11 @@ func runOp(op mountOp) (int, error) {
 		}
 		tree, err := cloneTree(src, attr, true)
 		if err != nil {
-			return -1, &SetupError{Op: op.Kind.String() + " " + op.Path, Err: err.Error()}
+			return -1, setupError(op.Kind.String()+" "+op.Path, err)
 		}
 		defer unix.Close(tree)
 		if err := attach(tree, target, op.Dir, op.Make); err != nil {
-			return -1, &SetupError{Op: op.Kind.String() + " " + op.Path, Err: err.Error()}
+			return -1, setupError(op.Kind.String()+" "+op.Path, err)
 		}
 	default:
 		return -1, &SetupError{Op: "mount", Err: fmt.Sprintf("unknown step %d", op.Kind)}
@@ -226,11 +226,11 @@ func protect(target string, op mountOp) error {
 func bindTree(src, dst string, attr uint64, dir bool) error {
 	tree, err := cloneTree(src, attr, true)
 	if err != nil {
-		return &SetupError{Op: "bind " + src, Err: err.Error()}
+		return setupError("bind "+src, err)
 	}
 	defer unix.Close(tree)
 	if err := attach(tree, dst, true, false); err != nil {
-		return &SetupError{Op: "bind " + src + " on " + dst, Err: err.Error()}
+		return setupError("bind "+src+" on "+dst, err)
 	}
 	return nil
 }
@@ -388,7 +388,7 @@ func makeMountPoint(target string, dir bool) error {
 func buildProc() error {
 	unix.Unmount(newRoot+"/proc", unix.MNT_DETACH) // the host's, copied with the tree
 	if err := unix.Mount("proc", newRoot+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return &SetupError{Op: "mount proc", Err: err.Error()}
+		return setupError("mount proc", err)
 	}
 	return nil
 }
@@ -412,12 +412,12 @@ func readOnlyProc() error {
 		}
 		tree, err := cloneTree(p, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, true)
 		if err != nil {
-			return &SetupError{Op: "bind " + p + " read-only", Err: err.Error()}
+			return setupError("bind "+p+" read-only", err)
 		}
 		err = attach(tree, p, dir, false)
 		unix.Close(tree)
 		if err != nil {
-			return &SetupError{Op: "bind " + p + " read-only", Err: err.Error()}
+			return setupError("bind "+p+" read-only", err)
 		}
 	}
 	return nil
@@ -430,11 +430,11 @@ func buildDev(tmpBytes int64) error {
 	unix.Unmount(dev, unix.MNT_DETACH) // the host's, copied with the tree
 	mfd, err := newTmpfs("755", 1<<20)
 	if err != nil {
-		return &SetupError{Op: "tmpfs /dev", Err: err.Error()}
+		return setupError("tmpfs /dev", err)
 	}
 	defer unix.Close(mfd)
 	if err := attach(mfd, dev, true, false); err != nil {
-		return &SetupError{Op: "mount tmpfs /dev", Err: err.Error()}
+		return setupError("mount tmpfs /dev", err)
 	}
 	for _, d := range devices {
 		host := oldRoot + "/dev/" + d
@@ -442,46 +442,46 @@ func buildDev(tmpBytes int64) error {
 			continue
 		}
 		if err := os.WriteFile(dev+"/"+d, nil, 0o644); err != nil {
-			return &SetupError{Op: "create /dev/" + d, Err: unwrap(err).Error()}
+			return setupError("create /dev/"+d, unwrap(err))
 		}
 		// Not nodev: these are the host's device nodes, on the host's mount.
 		tree, err := cloneTree(host, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, false)
 		if err != nil {
-			return &SetupError{Op: "bind /dev/" + d, Err: err.Error()}
+			return setupError("bind /dev/"+d, err)
 		}
 		err = attach(tree, dev+"/"+d, false, false)
 		unix.Close(tree)
 		if err != nil {
-			return &SetupError{Op: "bind /dev/" + d, Err: err.Error()}
+			return setupError("bind /dev/"+d, err)
 		}
 	}
 	for _, d := range []string{"pts", "shm"} {
 		if err := os.Mkdir(dev+"/"+d, 0o755); err != nil {
-			return &SetupError{Op: "mkdir /dev/" + d, Err: unwrap(err).Error()}
+			return setupError("mkdir /dev/"+d, unwrap(err))
 		}
 	}
 	if err := unix.Mount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620"); err != nil {
-		return &SetupError{Op: "mount devpts", Err: err.Error()}
+		return setupError("mount devpts", err)
 	}
 	shm, err := newTmpfs("1777", tmpBytes)
 	if err != nil {
-		return &SetupError{Op: "tmpfs /dev/shm", Err: err.Error()}
+		return setupError("tmpfs /dev/shm", err)
 	}
 	err = attach(shm, dev+"/shm", true, false)
 	unix.Close(shm)
 	if err != nil {
-		return &SetupError{Op: "mount tmpfs /dev/shm", Err: err.Error()}
+		return setupError("mount tmpfs /dev/shm", err)
 	}
 	for name, target := range map[string]string{
 		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
 		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
 	} {
 		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
-			return &SetupError{Op: "symlink /dev/" + name, Err: unwrap(err).Error()}
+			return setupError("symlink /dev/"+name, unwrap(err))
 		}
 	}
 	if err := unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-		return &SetupError{Op: "mount_setattr /dev read-only", Err: err.Error()}
+		return setupError("mount_setattr /dev read-only", err)
 	}
 	return nil
 }

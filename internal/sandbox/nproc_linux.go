@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -92,4 +93,22 @@ func processLimitReached() string {
 			"the commands of other calls, or your programs outside the sandbox, hold them: try again once some end, or raise the limit", n, limit)
 	}
 	return ""
+}
+
+// prewarmThreads makes the Go runtime start n threads, then leaves them
+// idle, where it takes threads from before it makes new ones.
+func prewarmThreads(n int) {
+	var started, release sync.WaitGroup
+	started.Add(n)
+	release.Add(1)
+	for range n {
+		go func() {
+			runtime.LockOSThread() // each on a thread of its own
+			started.Done()
+			release.Wait()
+			runtime.UnlockOSThread() // then the thread goes idle, not away
+		}()
+	}
+	started.Wait()
+	release.Done()
 }

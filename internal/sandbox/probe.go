@@ -3,6 +3,8 @@ package sandbox
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
 // Capabilities is what this machine can enforce, found once at start.
@@ -33,6 +35,16 @@ type Capabilities struct {
 	Identity string
 }
 
+// Probe finds what this machine can enforce, proving by trying what only a
+// try shows (on Linux: it starts one short-lived process to prove user
+// namespaces work).
+func Probe() Capabilities { return probe(false) }
+
+// QuickProbe is Probe without the tries: what they would prove is assumed,
+// and the first run says so if it does not hold (the one-shot command line
+// saves the probe's few milliseconds this way).
+func QuickProbe() Capabilities { return probe(true) }
+
 // Refusal is a reason this machine cannot hold the policy, with the fix.
 type Refusal struct {
 	Cause string
@@ -40,6 +52,11 @@ type Refusal struct {
 }
 
 func (r *Refusal) Error() string { return r.Cause }
+
+// Explain returns the cause and the fix.
+func (r *Refusal) Explain() (msg, hint string) { return r.Cause, r.Fix }
+
+var _ policy.Hinted = (*Refusal)(nil)
 
 // Refusal returns why the sandbox cannot run here, or nil. Nothing is ever
 // weakened to make it run: each missing layer is a refusal.

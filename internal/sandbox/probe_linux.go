@@ -13,18 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Probe finds what this machine can enforce. It starts one short-lived
-// process to prove user namespaces work.
-func Probe() Capabilities {
-	c := QuickProbe()
-	c.UserNS, c.UserNSFix = probeUserNS()
-	return c
-}
-
-// QuickProbe is Probe without starting a process: user namespaces are
-// assumed to work, and the first run says so if they do not (the one-shot
-// command line saves the probe's few milliseconds this way).
-func QuickProbe() Capabilities {
+// probe finds what this machine can enforce. Unless quick, it starts one
+// short-lived process to prove user namespaces work.
+func probe(quick bool) Capabilities {
 	c := Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
@@ -35,6 +26,9 @@ func QuickProbe() Capabilities {
 	c.Cgroup, c.CgroupCPU, c.CgroupWhy = probeCgroup()
 	c.PidNSMax = kernelAtLeast(c.Kernel, 6, 14)
 	c.Identity = identity(os.Getuid())
+	if !quick {
+		c.UserNS, c.UserNSFix = probeUserNS()
+	}
 	return c
 }
 

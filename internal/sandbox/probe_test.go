@@ -56,12 +56,12 @@ func TestMechanisms(t *testing.T) {
 		want    Mechanisms
 		refused string
 	}{
-		{"user, no cgroup", all, v1, 1000, Mechanisms{Memory: "rlimit", Processes: "rlimit", FileSize: "rlimit", Tmp: "tmpfs", CPUTime: "rlimit"}, ""},
-		{"root, no cgroup", all, v1, 0, Mechanisms{Memory: "rlimit", Processes: "pid namespace", FileSize: "rlimit", Tmp: "tmpfs", CPUTime: "rlimit"}, ""},
+		{"user, no cgroup", all, v1, 1000, Mechanisms{Memory: ByRlimit, Processes: ByRlimit, FileSize: ByRlimit, Tmp: ByTmpfs, CPUTime: ByRlimit}, ""},
+		{"root, no cgroup", all, v1, 0, Mechanisms{Memory: ByRlimit, Processes: ByPidNamespace, FileSize: ByRlimit, Tmp: ByTmpfs, CPUTime: ByRlimit}, ""},
 		{"root, old kernel", all, old, 0, Mechanisms{}, "RLIMIT_NPROC does not bind root"},
-		{"root, old kernel, no process limit", policy.Limits{MemoryBytes: 1 << 30}, old, 0, Mechanisms{Memory: "rlimit"}, ""},
-		{"delegated cgroup", all, v2, 1000, Mechanisms{Memory: "cgroup", Processes: "cgroup", FileSize: "rlimit", Tmp: "tmpfs", CPUTime: "rlimit"}, ""},
-		{"cpus with cgroup", policy.Limits{CPUs: 1.5}, v2, 0, Mechanisms{CPUs: "cgroup"}, ""},
+		{"root, old kernel, no process limit", policy.Limits{MemoryBytes: 1 << 30}, old, 0, Mechanisms{Memory: ByRlimit}, ""},
+		{"delegated cgroup", all, v2, 1000, Mechanisms{Memory: ByCgroup, Processes: ByCgroup, FileSize: ByRlimit, Tmp: ByTmpfs, CPUTime: ByRlimit}, ""},
+		{"cpus with cgroup", policy.Limits{CPUs: 1.5}, v2, 0, Mechanisms{CPUs: ByCgroup}, ""},
 		{"cpus without cgroup", policy.Limits{CPUs: 1.5}, v1, 1000, Mechanisms{}, "--cpus needs a delegated cgroup v2"},
 		{"cpus without the cpu controller", policy.Limits{CPUs: 1}, Capabilities{Cgroup: "/x"}, 1000, Mechanisms{}, "cpu controller"},
 		{"nothing asked", policy.Limits{}, v1, 0, Mechanisms{}, ""},
@@ -78,6 +78,19 @@ func TestMechanisms(t *testing.T) {
 				t.Errorf("got %+v, %v; want %+v", got, r, tt.want)
 			}
 		})
+	}
+}
+
+// TestMechanismWords pins each mechanism's value: it is the word messages
+// and --check give it, and the word cgroup_linux.go compares with.
+func TestMechanismWords(t *testing.T) {
+	for _, tt := range []struct {
+		m    Mechanism
+		want string
+	}{{NoLimit, ""}, {ByCgroup, "cgroup"}, {ByRlimit, "rlimit"}, {ByPidNamespace, "pid namespace"}, {ByTmpfs, "tmpfs"}} {
+		if string(tt.m) != tt.want {
+			t.Errorf("got %q, want %q", tt.m, tt.want)
+		}
 	}
 }
 

@@ -335,7 +335,7 @@ func attachIdmapped() error {
 		err := attach(fd, oldRoot+p, false, false)
 		unix.Close(fd)
 		if err != nil {
-			return &SetupError{Op: "idmapped mount " + p, Err: err.Error()}
+			return setupError("idmapped mount "+p, err)
 		}
 	}
 	return nil

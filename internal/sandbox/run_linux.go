@@ -3,16 +3,10 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -22,69 +16,73 @@ import (
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
-// namespaceFlags are the helper's new namespaces (DESIGN.md §3).
-const namespaceFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
-
-// waitDelay bounds how long output is awaited after the helper is gone;
-// nothing should hold the pipes then, since the pid namespace died with it.
-const waitDelay = 2 * time.Second
-
 // timeoutGrace is how long after the timeout the server kills the helper
 // itself, should the helper (which enforces the timeout and reports what
 // the command was doing) not have ended the call.
 const timeoutGrace = 2 * time.Second
 
-type osState struct {
+// linuxSandbox is the Linux platform: what newPlatform prepared once for a
+// policy, and the helpers it starts, one per call (helperproc_linux.go),
+// plus one ahead of the next call (spare_linux.go).
+type linuxSandbox struct {
+	pol  *policy.Policy
+	caps Capabilities // as prepare found them
+	mech Mechanisms
+
 	static   staticPlan
 	landlock landlockRules
 	uid, gid int
 	cgroups  *cgroupTree // nil unless a limit is held by cgroup v2
 	guard    *gitguard.Guard
 	root     *rootCaller // nil unless the caller is root (rootcaller_linux.go)
-
-	// A helper started ahead of the next call, when the server asked for
-	// one (keepSpare); spareStarting is closed when the one being started
-	// is ready.
-	spareMu       sync.Mutex
-	keepSpare     bool
-	spare         *helperProc
-	spareStarting chan struct{}
+	spares   spares
 }
 
-func (s *Sandbox) prepare() error {
-	s.os.uid, s.os.gid = os.Getuid(), os.Getgid()
-	if s.os.uid == 0 {
+func newPlatform(p *policy.Policy, caps *Capabilities, mech *Mechanisms) (platform, error) {
+	s := &linuxSandbox{pol: p, caps: *caps, mech: *mech}
+	if err := s.prepare(); err != nil {
+		return nil, err
+	}
+	*caps, *mech = s.caps, s.mech
+	return s, nil
+}
+
+// prepare does once what every call needs: the root caller's idmapping,
+// the cgroup subtree, the checks of the grants, the plan of the mounts
+// that do not change between calls, the Landlock rules, and git's watch.
+func (s *linuxSandbox) prepare() error {
+	s.uid, s.gid = os.Getuid(), os.Getgid()
+	if s.uid == 0 {
 		r, err := newRootCaller(s.pol)
 		if err != nil {
 			return err
 		}
-		s.os.root = r
+		s.root = r
 	}
-	if s.mech.Memory == "cgroup" || s.mech.Processes == "cgroup" || s.mech.CPUs == "cgroup" {
-		tree, err := adoptCgroup(s.caps.Cgroup, s.mech.CPUs == "cgroup")
+	if s.mech.usesCgroup() {
+		tree, err := adoptCgroup(s.caps.Cgroup, s.mech.CPUs == ByCgroup)
 		if err != nil {
 			// The probe was too hopeful: hold the limits without cgroups,
 			// or refuse those that need them.
 			s.caps.Cgroup, s.caps.CgroupWhy = "", "the delegated cgroup is unusable: "+err.Error()
-			mech, r := mechanisms(s.pol.Limits, s.caps, s.os.uid)
+			mech, r := mechanisms(s.pol.Limits, s.caps, s.uid)
 			if r != nil {
 				return r
 			}
 			s.mech = mech
 		} else {
-			s.os.cgroups = tree
+			s.cgroups = tree
 		}
 	}
-	if err := checkWritable(s.pol, s.os.uid, s.os.gid); err != nil {
+	if err := checkWritable(s.pol, s.uid, s.gid); err != nil {
 		return err
 	}
-	s.os.static = planStatic(s.pol, hostFS{})
-	if err := checkAliasGrants(s.pol, s.os.static.homeAliases); err != nil {
+	s.static = planStatic(s.pol, hostFS{})
+	if err := checkAliasGrants(s.pol, s.static.homeAliases); err != nil {
 		return err
 	}
-	writable := append([]string{"/dev/shm"}, s.os.static.writable...)
-	s.os.landlock = landlockRules{
+	writable := append([]string{"/dev/shm"}, s.static.writable...)
+	s.landlock = landlockRules{
 		ReadOnly: []string{"/"},
 		Writable: writable,
 		Devices:  []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"},
@@ -92,30 +90,24 @@ func (s *Sandbox) prepare() error {
 	return s.startGuard()
 }
 
-func (s *Sandbox) dryRun() error {
-	_, err := s.start(context.Background(), &Command{}, true)
-	return err
-}
-
-func (s *Sandbox) run(ctx context.Context, c *Command) (Result, error) {
-	return s.start(ctx, c, false)
-}
-
-func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, error) {
+// run runs one call in a helper of its own, or in the spare when c's stdio
+// goes through pipes, and gathers how it ended from the helper's reports,
+// its exit and its cgroup.
+func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result, error) {
 	began := time.Now()
 	// Git first: what a call may not change is fixed before it starts, and
 	// what it changed is judged once all of it is gone, before its result
 	// (and before anything else).
-	git, err := s.os.guard.Begin()
+	git, err := s.guard.Begin()
 	if err != nil {
-		return Result{}, &SetupError{Op: "git protection", Err: err.Error()}
+		return Result{}, setupError("git protection", err)
 	}
 	var gitNotes []string
 	gitEnded := false
 	endGit := func() {
 		switch {
 		case gitEnded:
-		case probe:
+		case dryRun:
 			git.EndQuietly() // its notes go to the first call
 		default:
 			gitNotes = git.End()
@@ -125,39 +117,27 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	defer endGit()
 
 	raw, err := json.Marshal(spec{
-		Ops:         planCall(s.pol, s.os.static, gitOps(git.Protect), hostFS{}),
-		UID:         s.os.uid,
-		GID:         s.os.gid,
+		Ops:         planCall(s.pol, s.static, gitOps(git.Protect), hostFS{}),
+		UID:         s.uid,
+		GID:         s.gid,
 		Dir:         s.pol.Workspace,
 		Path:        c.Path,
 		Args:        c.Args,
 		Env:         s.pol.Env(),
 		LandlockABI: s.caps.LandlockABI,
-		Landlock:    s.os.landlock,
+		Landlock:    s.landlock,
 		Limits:      s.pol.Limits,
 		Mech:        s.mech,
 		Timeout:     c.Timeout,
-		Probe:       probe,
+		Probe:       dryRun,
 	})
 	if err != nil {
 		return Result{}, bug(err)
 	}
 
-	// A spare that died while it waited never took the call: the call
-	// goes to a helper started now instead.
-	var h *helperProc
-	if piped(c) {
-		h = s.os.takeSpare()
-	}
-	if h != nil && !h.hand(ctx, raw) {
-		go h.discard()
-		h = nil
-	}
-	if h == nil {
-		if h, err = s.startHelper(c); err != nil {
-			return Result{}, err
-		}
-		h.hand(ctx, raw) // a fresh one that fails reports why, or its exit says
+	h, err := s.helperFor(ctx, c, raw)
+	if err != nil {
+		return Result{}, err
 	}
 	defer func() {
 		h.discard()
@@ -214,7 +194,36 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 		h.cg = nil
 		res.MemoryPeakBytes = cgo.memoryPeak
 	}
+	return s.outcome(res, rs, cgo, waitErr)
+}
 
+// helperFor hands the call's spec raw to the spare, when c's stdio goes
+// through pipes and the spare is alive, or else to a helper started now.
+func (s *linuxSandbox) helperFor(ctx context.Context, c *Command, raw []byte) (*helperProc, error) {
+	// A spare that died while it waited never took the call: the call
+	// goes to a helper started now instead.
+	var h *helperProc
+	if piped(c) {
+		h = s.spares.take()
+	}
+	if h != nil && !h.hand(ctx, raw) {
+		go h.discard()
+		h = nil
+	}
+	if h == nil {
+		var err error
+		if h, err = s.startHelper(c); err != nil {
+			return nil, err
+		}
+		h.hand(ctx, raw) // a fresh one that fails reports why, or its exit says
+	}
+	return h, nil
+}
+
+// outcome completes res, what the server saw of a call, with what the
+// helper reported (rs), what the command's cgroup recorded (cgo) and how
+// the helper exited (waitErr); or returns why the command did not run.
+func (s *linuxSandbox) outcome(res Result, rs []report, cgo cgroupOutcome, waitErr error) (Result, error) {
 	for _, r := range rs {
 		switch {
 		case r.Setup != nil:
@@ -228,9 +237,9 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 	}
 	switch {
 	case cgo.oomKilled:
-		res.Limit = fmt.Sprintf("memory limit %s (cgroup)", policy.FormatSize(s.pol.Limits.MemoryBytes))
+		res.Limit = limitHit{Kind: memoryLimit, Mech: ByCgroup}.words(s.pol.Limits)
 	case cgo.pidsAtMax:
-		res.Limit = fmt.Sprintf("process limit %d (cgroup)", s.pol.Limits.MaxProcesses)
+		res.Limit = limitHit{Kind: processLimit, Mech: ByCgroup}.words(s.pol.Limits)
 	}
 	for _, r := range rs {
 		if r.Exit != nil {
@@ -241,8 +250,8 @@ func (s *Sandbox) start(ctx context.Context, c *Command, probe bool) (Result, er
 				res.Signal = unix.SignalName(syscall.Signal(r.Exit.Signal))
 			}
 			res.TimedOut = res.TimedOut || r.Exit.TimedOut
-			if res.Limit == "" {
-				res.Limit = r.Exit.Limit
+			if res.Limit == "" && r.Exit.Limit != nil {
+				res.Limit = r.Exit.Limit.words(s.pol.Limits)
 			}
 			if res.MemoryPeakBytes == 0 {
 				res.MemoryPeakBytes = r.Exit.MaxRSS
@@ -283,394 +292,6 @@ func endedBeforeReady(rs []report) *SetupError {
 	return nil
 }
 
-// helperProc is a sandbox helper started in its namespaces (and cgroup),
-// waiting for its spec. Until the spec comes nothing is mounted and nothing
-// of a call is in it, so the server keeps one started ahead of the next
-// call: starting it is most of a call's cost (a full fork of the server,
-// since a new user namespace rules out vfork, then a Go start-up).
-type helperProc struct {
-	cmd   *exec.Cmd
-	cg    *cmdCgroup // nil unless limits are held by cgroup v2
-	specW *os.File
-	repR  *os.File
-	// reports delivers what the helper reported once it is gone (after
-	// hand).
-	reports chan []report
-	// exited is closed once the helper has been waited for, with
-	// waitErr what cmd.Wait returned.
-	exited  chan struct{}
-	waitErr error
-	// The server's ends of the helper's stdio when it was started with
-	// pipes; nil when it was given the caller's own files.
-	stdinW, stdoutR, stderrR *os.File
-}
-
-// piped reports whether c needs its stdio through pipes the server
-// serves, rather than files passed to the helper as they are.
-func piped(c *Command) bool {
-	_, in := c.Stdin.(*os.File)
-	_, out := c.Stdout.(*os.File)
-	_, errOut := c.Stderr.(*os.File)
-	return !(in || c.Stdin == nil) || !(out || c.Stdout == nil) || !(errOut || c.Stderr == nil)
-}
-
-// startHelper starts a helper for c: with c's own files as its stdio, or
-// with pipes when c needs them (c nil: pipes, for a spare).
-func (s *Sandbox) startHelper(c *Command) (_ *helperProc, err error) {
-	h := &helperProc{exited: make(chan struct{})}
-	defer func() {
-		if err != nil {
-			h.discard() // h itself: the result is nil by now
-		}
-	}()
-	if s.os.cgroups != nil {
-		if h.cg, err = s.os.cgroups.create(s.pol.Limits, s.mech); err != nil {
-			return nil, &SetupError{Op: "cgroup", Err: err.Error()}
-		}
-	}
-	var childEnds []*os.File // closed once the helper holds its copies
-	defer func() {
-		for _, f := range childEnds {
-			f.Close()
-		}
-	}()
-	pipe := func() (r, w *os.File, err error) {
-		if r, w, err = os.Pipe(); err != nil {
-			return nil, nil, &SetupError{Op: "pipe", Err: err.Error()}
-		}
-		if err := s.os.root.own(r); err != nil {
-			r.Close()
-			w.Close()
-			return nil, nil, &SetupError{Op: "pipe", Err: err.Error()}
-		}
-		return r, w, nil
-	}
-	var specR, repW *os.File
-	if specR, h.specW, err = pipe(); err != nil {
-		return nil, err
-	}
-	childEnds = append(childEnds, specR)
-	if h.repR, repW, err = pipe(); err != nil {
-		return nil, err
-	}
-	childEnds = append(childEnds, repW)
-
-	var stdio [3]*os.File
-	if c == nil || piped(c) {
-		if stdio[0], h.stdinW, err = pipe(); err != nil {
-			return nil, err
-		}
-		if h.stdoutR, stdio[1], err = pipe(); err != nil {
-			return nil, err
-		}
-		if h.stderrR, stdio[2], err = pipe(); err != nil {
-			return nil, err
-		}
-		childEnds = append(childEnds, stdio[:]...)
-		for _, w := range stdio[1:] {
-			unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, pipeSize) // best effort: the default works, slower
-		}
-	} else {
-		stdio[0], _ = c.Stdin.(*os.File)
-		stdio[1], _ = c.Stdout.(*os.File)
-		stdio[2], _ = c.Stderr.(*os.File)
-	}
-	h.cmd = &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{"nanosandbox-mcp: sandbox", strconv.Itoa(s.os.uid), strconv.Itoa(s.os.gid)},
-		Env:        []string{childEnv + "=helper"},
-		ExtraFiles: []*os.File{specR, repW},
-		WaitDelay:  waitDelay,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 namespaceFlags,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.uid, Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.os.gid, Size: 1}},
-			GidMappingsEnableSetgroups: false,
-			Setsid:                     true,
-			Pdeathsig:                  syscall.SIGKILL,
-		},
-	}
-	// exec.Cmd takes a nil *os.File inside an interface for a file.
-	if stdio[0] != nil {
-		h.cmd.Stdin = stdio[0]
-	}
-	if stdio[1] != nil {
-		h.cmd.Stdout = stdio[1]
-	}
-	if stdio[2] != nil {
-		h.cmd.Stderr = stdio[2]
-	}
-	if s.os.root != nil {
-		trees, err := s.os.root.helper(h.cmd)
-		if err != nil {
-			return nil, &SetupError{Op: "idmapped mounts", Err: err.Error()}
-		}
-		childEnds = append(childEnds, trees...)
-	}
-	if h.cg != nil {
-		// Born in its cgroup (CLONE_INTO_CGROUP): nothing runs outside it.
-		h.cmd.SysProcAttr.UseCgroupFD = true
-		h.cmd.SysProcAttr.CgroupFD = h.cg.fd
-	}
-
-	// Pdeathsig follows the thread that forked, not the process: start and
-	// wait on one locked thread, so the helper dies with the server and not
-	// with whichever thread happened to fork it.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := h.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		h.waitErr = h.cmd.Wait()
-		close(h.exited)
-	}()
-	if err := <-started; err != nil {
-		h.cmd = nil
-		if errors.Is(err, syscall.EAGAIN) {
-			if why := processLimitReached(); why != "" {
-				return nil, &SetupError{Op: "start the sandbox helper", Err: strings.TrimPrefix(err.Error(), "fork/exec /proc/self/exe: ") + ": " + why}
-			}
-		}
-		why, fix := diagnoseUserNS(err)
-		return nil, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix}
-	}
-	return h, nil
-}
-
-// attach connects a piped helper to c: c's stdin is copied in, and its
-// output drained out in large reads. The channels close when the output
-// ends (nil for a stream not piped).
-func (h *helperProc) attach(c *Command) (stdoutDone, stderrDone <-chan struct{}) {
-	if h.stdinW != nil {
-		w := h.stdinW
-		h.stdinW = nil
-		if c.Stdin == nil {
-			w.Close()
-		} else {
-			go func() {
-				io.Copy(w, c.Stdin) // ends with an error once nothing can read
-				w.Close()
-			}()
-		}
-	}
-	drain := func(r *os.File, w io.Writer) <-chan struct{} {
-		if r == nil {
-			return nil
-		}
-		if w == nil {
-			w = io.Discard
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer r.Close()
-			buf := make([]byte, pipeSize)
-			for {
-				n, err := r.Read(buf)
-				if n > 0 {
-					w.Write(buf[:n])
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-		return done
-	}
-	stdoutDone, stderrDone = drain(h.stdoutR, c.Stdout), drain(h.stderrR, c.Stderr)
-	h.stdoutR, h.stderrR = nil, nil
-	return stdoutDone, stderrDone
-}
-
-// hand gives the helper its spec, starts reading its reports, and waits
-// until it has taken the spec (a few hundred microseconds: it reads nothing
-// else first). It returns false if the helper ended without taking it, or
-// ctx ended.
-func (h *helperProc) hand(ctx context.Context, raw []byte) bool {
-	// The pipe holds the spec (64 KiB; a spec is a few, unless the call
-	// brings long arguments, which the helper, reading it first thing,
-	// takes at once): this does not wait, and fails at once if the helper
-	// is long gone.
-	_, err := h.specW.Write(raw)
-	h.specW.Close()
-	h.specW = nil
-	took := make(chan struct{})
-	reports := make(chan []report, 1)
-	h.reports = reports
-	go func(repR *os.File) {
-		taken := false
-		rs := readReports(repR, func() {
-			if !taken {
-				close(took)
-			}
-			taken = true
-		})
-		reports <- rs
-	}(h.repR)
-	if err != nil {
-		return false
-	}
-	select {
-	case <-took:
-		return true
-	case <-h.exited:
-		// Its reports are all read once it is gone; then whether it
-		// took the spec is known. (One that took it may have run the
-		// command already: never hand that call to another.)
-		rs := <-h.reports
-		h.reports <- rs
-		select {
-		case <-took:
-			return true
-		default:
-			return false
-		}
-	case <-ctx.Done():
-		return true // the call ends as cancelled, with this helper killed
-	}
-}
-
-// alive reports whether the helper is still waiting; one that died while
-// it waited must not be handed a call.
-func (h *helperProc) alive() bool {
-	select {
-	case <-h.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// discard kills the helper if it still runs, waits for it, and releases
-// what it held. It is safe to call more than once.
-func (h *helperProc) discard() {
-	if h.cmd != nil && h.cmd.Process != nil {
-		h.cmd.Process.Kill() // pid 1 of its namespace: the kernel kills the rest
-		<-h.exited
-		h.cmd = nil
-	}
-	for _, f := range []**os.File{&h.specW, &h.repR, &h.stdinW, &h.stdoutR, &h.stderrR} {
-		if *f != nil {
-			(*f).Close()
-			*f = nil
-		}
-	}
-	if h.cg != nil {
-		h.cg.remove()
-		h.cg = nil
-	}
-}
-
-// takeSpare returns the helper started ahead, waiting for it if it is
-// being started (it is further along than a helper started now would be),
-// or nil.
-func (o *osState) takeSpare() *helperProc {
-	o.spareMu.Lock()
-	if o.spare == nil && o.spareStarting != nil {
-		starting := o.spareStarting
-		o.spareMu.Unlock()
-		<-starting
-		o.spareMu.Lock()
-	}
-	h := o.spare
-	o.spare = nil
-	o.spareMu.Unlock()
-	if h != nil && !h.alive() {
-		go h.discard()
-		return nil
-	}
-	return h
-}
-
-// refillSpare starts a helper for the next call, unless one is ready or
-// being started, or the sandbox keeps none.
-func (s *Sandbox) refillSpare() {
-	o := &s.os
-	o.spareMu.Lock()
-	if !o.keepSpare || o.spare != nil || o.spareStarting != nil {
-		o.spareMu.Unlock()
-		return
-	}
-	starting := make(chan struct{})
-	o.spareStarting = starting
-	o.spareMu.Unlock()
-
-	// On failure the next call starts its own helper, and reports why if
-	// that fails too (namespaces or processes may be back by then).
-	h, _ := s.startSpare()
-
-	o.spareMu.Lock()
-	o.spareStarting = nil
-	close(starting)
-	if !o.keepSpare {
-		o.spareMu.Unlock()
-		if h != nil {
-			h.discard()
-		}
-		return
-	}
-	o.spare = h
-	o.spareMu.Unlock()
-}
-
-// startSpare starts a helper for no call yet. It runs on a goroutine of
-// its own, where a panic would end the server: it becomes an error.
-func (s *Sandbox) startSpare() (h *helperProc, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			h, err = nil, bug(fmt.Errorf("start a spare helper: %v", r))
-		}
-	}()
-	return s.startHelper(nil)
-}
-
-func (s *Sandbox) keepSpare() {
-	// A server makes many calls: keep the writable roots watched, so that
-	// git protection costs each call what changed, not what exists.
-	if err := s.os.guard.Watch(); err != nil {
-		slog.Warn("git guard: " + err.Error())
-	}
-	// The threads calls need, made now: while commands hold every process
-	// the caller may have, the runtime could make none, and it aborts.
-	prewarmThreads(serverThreads(s.pol.MaxConcurrent))
-	s.os.spareMu.Lock()
-	s.os.keepSpare = true
-	s.os.spareMu.Unlock()
-	go s.refillSpare()
-}
-
-func (s *Sandbox) close() {
-	s.os.spareMu.Lock()
-	s.os.keepSpare = false
-	s.os.spareMu.Unlock()
-	if h := s.os.takeSpare(); h != nil {
-		h.discard()
-	}
-}
-
-// pipeSize is the capacity asked for the output pipes: a command that
-// prints a lot then writes in large steps instead of 64 KiB ones.
-const pipeSize = 1 << 20
-
-// waitOutput waits for the output readers, at most waitDelay.
-func waitOutput(done ...<-chan struct{}) {
-	deadline := time.After(waitDelay)
-	for _, d := range done {
-		if d == nil {
-			continue
-		}
-		select {
-		case <-d:
-		case <-deadline:
-			return
-		}
-	}
-}
-
 func describeExit(err error) string {
 	msg := strings.TrimPrefix(fmt.Sprint(err), "exec: ")
 	if err == nil {
@@ -688,9 +309,4 @@ func describeExit(err error) string {
 		msg += ": " + why
 	}
 	return msg
-}
-
-// bug marks a state that cannot happen, so it reads as ours to fix.
-func bug(err error) error {
-	return fmt.Errorf("bug in nanosandbox-mcp (please report): %w", err)
 }

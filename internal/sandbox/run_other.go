@@ -3,30 +3,24 @@
 package sandbox
 
 import (
-	"context"
 	"runtime"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
-type osState struct{}
+// The platform where there is no sandbox (see platform.go): nothing is
+// probed but the OS and architecture, which Capabilities.Refusal refuses
+// before newPlatform is ever called.
 
-// Probe reports the platform; nothing here can be enforced yet.
-func Probe() Capabilities {
+func probe(bool) Capabilities {
 	return Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, CgroupWhy: "not Linux"}
 }
 
-// QuickProbe is Probe.
-func QuickProbe() Capabilities { return Probe() }
-
-func (s *Sandbox) prepare() error { return ErrUnsupported }
-
-func (s *Sandbox) dryRun() error { return ErrUnsupported }
-
-func (s *Sandbox) keepSpare() {}
-
-func (s *Sandbox) close() {}
-
-func (s *Sandbox) run(context.Context, *Command) (Result, error) {
-	return Result{}, ErrUnsupported
+func newPlatform(*policy.Policy, *Capabilities, *Mechanisms) (platform, error) {
+	return nil, ErrUnsupported
 }
 
 func childMain(string) {}
+
+// ProcessesLeft returns 0, 0: no sandbox here runs commands.
+func ProcessesLeft(maxConcurrent int) (limit, left int) { return 0, 0 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
@@ -55,22 +56,33 @@ type Result struct {
 }
 
 // SetupError means the sandbox could not be built for this call; the
-// command did not run.
+// command did not run. It crosses from the sandbox's own processes to the
+// server as JSON, so it holds text, and the errno for errors.Is.
 type SetupError struct {
-	Op  string // "mount", "landlock_restrict_self", ...
-	Err string
+	Op    string        // "mount", "landlock_restrict_self", ...
+	Err   string        // what went wrong
+	Errno syscall.Errno `json:",omitempty"` // the error number, if one caused it; else 0
 }
 
 func (e *SetupError) Error() string {
 	return fmt.Sprintf("sandbox setup failed: %s: %s", e.Op, e.Err)
 }
 
+// Unwrap returns e.Errno, or nil if there is none.
+func (e *SetupError) Unwrap() error { return errnoError(e.Errno) }
+
+// setupError is the SetupError of operation op failing with err.
+func setupError(op string, err error) *SetupError {
+	return &SetupError{Op: op, Err: err.Error(), Errno: errnoOf(err)}
+}
+
 // StartError means the sandbox was built but the program could not start:
 // not found, not executable, or hidden by the sandbox.
 type StartError struct {
 	Path     string
-	Err      string
-	NotFound bool
+	Err      string        // what went wrong
+	NotFound bool          // no such program
+	Errno    syscall.Errno `json:",omitempty"` // the error number exec or the lookup met; else 0
 }
 
 func (e *StartError) Error() string {
@@ -82,12 +94,15 @@ func (e *StartError) Error() string {
 	return fmt.Sprintf("failed to start %q: %s", e.Path, e.Err)
 }
 
+// Unwrap returns e.Errno, or nil if there is none.
+func (e *StartError) Unwrap() error { return errnoError(e.Errno) }
+
 // Sandbox runs commands under one policy. It is safe for concurrent use.
 type Sandbox struct {
 	pol  *policy.Policy
 	caps Capabilities
 	mech Mechanisms
-	os   osState // what the OS half prepared once
+	os   platform // the OS half, prepared once
 }
 
 // New prepares a sandbox for p on a machine with caps. It refuses what the
@@ -101,9 +116,11 @@ func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
 		return nil, r
 	}
 	s := &Sandbox{pol: p, caps: caps, mech: mech}
-	if err := s.prepare(); err != nil {
+	plat, err := newPlatform(p, &s.caps, &s.mech)
+	if err != nil {
 		return nil, err
 	}
+	s.os = plat
 	return s, nil
 }
 
@@ -117,22 +134,25 @@ func (s *Sandbox) Capabilities() Capabilities { return s.caps }
 // DryRun builds the sandbox and applies every restriction, then stops short
 // of running a program: a policy that cannot be built here fails now rather
 // than on the first call.
-func (s *Sandbox) DryRun() error { return s.dryRun() }
+func (s *Sandbox) DryRun() error {
+	_, err := s.os.run(context.Background(), &Command{}, true)
+	return err
+}
 
 // KeepSpare makes the sandbox keep a helper started ahead of the next call,
 // from now until Close: a served call then skips most of its start-up.
-func (s *Sandbox) KeepSpare() { s.keepSpare() }
+func (s *Sandbox) KeepSpare() { s.os.keepSpare() }
 
 // Close ends what the sandbox keeps running between calls. Calls may still
 // run afterwards, without a spare.
-func (s *Sandbox) Close() { s.close() }
+func (s *Sandbox) Close() { s.os.close() }
 
 // Run runs c and reports how it ended. The error is a *SetupError or a
 // *StartError when the program did not run; a program that ran and failed
 // is a Result with its exit code. When ctx ends, or c.Timeout passes, every
 // process of the call is killed before Run returns.
 func (s *Sandbox) Run(ctx context.Context, c *Command) (Result, error) {
-	return s.run(ctx, c)
+	return s.os.run(ctx, c, false)
 }
 
 // unwrap returns the errno inside a *fs.PathError, or err.
@@ -142,4 +162,24 @@ func unwrap(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// bug marks a state that cannot happen, so it reads as ours to fix.
+func bug(err error) error {
+	return fmt.Errorf("bug in nanosandbox-mcp (please report): %w", err)
+}
+
+// errnoOf returns the error number in err's chain, or 0.
+func errnoOf(err error) syscall.Errno {
+	var errno syscall.Errno
+	errors.As(err, &errno)
+	return errno
+}
+
+// errnoError returns errno as an error, or nil for 0.
+func errnoError(errno syscall.Errno) error {
+	if errno == 0 {
+		return nil
+	}
+	return errno
 }

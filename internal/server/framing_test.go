@@ -275,12 +275,12 @@ func startSession(t testing.TB, serve bool, log io.Writer) *session {
 	go func() {
 		var err error
 		if serve {
-			err = Serve(context.Background(), nil, stubPolicy(), "test", inR, outW, log)
+			err = Serve(context.Background(), unreachable(t), stubPolicy(), "test", inR, outW, log)
 		} else {
 			cancelled, cancel := context.WithCancel(context.Background())
 			cancel()
 			lg := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			srv, _ := New(cancelled, nil, stubPolicy(), "test", lg)
+			srv, _ := New(cancelled, unreachable(t), stubPolicy(), "test", lg)
 			in, out := newFraming(inR, outW, lg)
 			err = srv.Run(context.Background(), &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
 		}

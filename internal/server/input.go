@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,7 +28,7 @@ func decodeInput(raw json.RawMessage) (runCommandInput, error) {
 	}
 	var unknown []string
 	for k := range fields {
-		if k != "command" && k != "args" && k != "stdin" {
+		if !slices.Contains(inputKeys, k) {
 			unknown = append(unknown, k)
 		}
 	}
@@ -41,16 +42,16 @@ func decodeInput(raw json.RawMessage) (runCommandInput, error) {
 		if len(unknown) > 1 {
 			word = "arguments"
 		}
-		return in, &policy.Denial{Reason: "unknown " + word + " " + strings.Join(quoted, ", "), Hint: "run_command takes only command, args and stdin; paths, environment and limits are set by whoever started the server"}
+		return in, &policy.Denial{Reason: "unknown " + word + " " + strings.Join(quoted, ", "), Hint: toolName + " takes only " + wordList(inputKeys) + "; paths, environment and limits are set by whoever started the server"}
 	}
-	cmd, ok := fields["command"]
+	cmd, ok := fields[argCommand]
 	if !ok || isNull(cmd) {
 		return in, &policy.Denial{Reason: "command is missing", Hint: `name a program, for example {"command": "ls", "args": ["-la"]}`}
 	}
 	if err := json.Unmarshal(cmd, &in.Command); err != nil {
 		return in, &policy.Denial{Reason: "command is not a string", Hint: `name the program as a string; put its arguments in args, for example {"command": "ls", "args": ["-la"]}`}
 	}
-	if a, ok := fields["args"]; ok && !isNull(a) {
+	if a, ok := fields[argArgs]; ok && !isNull(a) {
 		var items []json.RawMessage
 		if err := json.Unmarshal(a, &items); err != nil {
 			return in, &policy.Denial{Reason: "args is not an array", Hint: `pass each argument as a string in an array, for example "args": ["-la", "src"]`}
@@ -62,7 +63,7 @@ func decodeInput(raw json.RawMessage) (runCommandInput, error) {
 			}
 		}
 	}
-	if s, ok := fields["stdin"]; ok && !isNull(s) {
+	if s, ok := fields[argStdin]; ok && !isNull(s) {
 		var v string
 		if err := json.Unmarshal(s, &v); err != nil {
 			return in, &policy.Denial{Reason: "stdin is not a string", Hint: "pass the text to feed the program as one string"}
@@ -73,3 +74,11 @@ func decodeInput(raw json.RawMessage) (runCommandInput, error) {
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// wordList joins words as a sentence lists them: "a, b and c".
+func wordList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

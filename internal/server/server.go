@@ -25,9 +25,17 @@ const shutdownGrace = 3 * time.Second
 // progressInterval is how often a call with a progress token hears from us.
 const progressInterval = time.Second
 
+// Runner runs one command in the sandbox and reports how it ended, and
+// says what holds each limit (for the tool's description), as a
+// [*sandbox.Sandbox] does; tests bring their own.
+type Runner interface {
+	Run(ctx context.Context, c *sandbox.Command) (sandbox.Result, error)
+	Mechanisms() sandbox.Mechanisms
+}
+
 // handler runs calls of run_command.
 type handler struct {
-	sb       *sandbox.Sandbox
+	sb       Runner
 	pol      *policy.Policy
 	slots    chan struct{} // one per command allowed to run at once
 	shutdown context.Context
@@ -37,7 +45,7 @@ type handler struct {
 
 // New returns the MCP server with its one tool. Calls end when ctx does,
 // with every running command killed.
-func New(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version string, log *slog.Logger) (*mcp.Server, *handler) {
+func New(ctx context.Context, sb Runner, pol *policy.Policy, version string, log *slog.Logger) (*mcp.Server, *handler) {
 	h := &handler{
 		sb:       sb,
 		pol:      pol,
@@ -49,17 +57,13 @@ func New(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version s
 		Logger:       log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	var mech sandbox.Mechanisms // none in tests that run nothing
-	if sb != nil {
-		mech = sb.Mechanisms()
-	}
-	s.AddTool(tool(pol, mech), h.handle)
+	s.AddTool(tool(pol, sb.Mechanisms()), h.handle)
 	return s, h
 }
 
 // Serve speaks MCP over stdin and stdout until stdin ends or ctx is done,
 // then kills every running command and waits, briefly, for their results.
-func Serve(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version string, stdin io.Reader, stdout, stderr io.Writer) error {
+func Serve(ctx context.Context, sb Runner, pol *policy.Policy, version string, stdin io.Reader, stdout, stderr io.Writer) error {
 	log := slog.New(quietShutdown{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	shutdownCtx, shutdown := context.WithCancel(ctx)
 	defer shutdown()

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -41,8 +45,32 @@ func testPolicy(t *testing.T) *policy.Policy {
 	return p
 }
 
+// runnerFunc is a Runner made of a function, whose limits are all off.
+type runnerFunc func(ctx context.Context, c *sandbox.Command) (sandbox.Result, error)
+
+func (f runnerFunc) Run(ctx context.Context, c *sandbox.Command) (sandbox.Result, error) {
+	return f(ctx, c)
+}
+
+func (runnerFunc) Mechanisms() sandbox.Mechanisms { return sandbox.Mechanisms{} }
+
+// unreachable is a Runner for servers whose calls must all end before
+// they run: t fails if one reaches it.
+func unreachable(t testing.TB) Runner {
+	var reached atomic.Int64
+	t.Cleanup(func() {
+		if n := reached.Load(); n > 0 {
+			t.Errorf("%d calls reached the sandbox", n)
+		}
+	})
+	return runnerFunc(func(_ context.Context, c *sandbox.Command) (sandbox.Result, error) {
+		reached.Add(1)
+		return sandbox.Result{}, errors.New("reached the sandbox")
+	})
+}
+
 // connect returns a client session to an in-process server.
-func connect(t *testing.T, sb *sandbox.Sandbox, p *policy.Policy) *mcp.ClientSession {
+func connect(t *testing.T, sb Runner, p *policy.Policy) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	s, _ := New(ctx, sb, p, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -60,7 +88,7 @@ func connect(t *testing.T, sb *sandbox.Sandbox, p *policy.Policy) *mcp.ClientSes
 
 func TestToolsListGolden(t *testing.T) {
 	p := testPolicy(t)
-	cs := connect(t, nil, p)
+	cs := connect(t, unreachable(t), p)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -88,9 +116,7 @@ func TestToolsListGolden(t *testing.T) {
 }
 
 func TestRefusalsNeverReachTheSandbox(t *testing.T) {
-	// With a nil sandbox, any call that got past the checks would panic and
-	// come back as an internal error instead of a refusal.
-	cs := connect(t, nil, testPolicy(t))
+	cs := connect(t, unreachable(t), testPolicy(t))
 	for _, tt := range []struct {
 		name string
 		args map[string]any
@@ -125,17 +151,82 @@ func TestRefusalsNeverReachTheSandbox(t *testing.T) {
 }
 
 func TestPanicIsRecovered(t *testing.T) {
-	// A nil sandbox makes Run panic: the call must come back as an error
-	// result and the session must go on.
-	cs := connect(t, nil, testPolicy(t))
+	// A panic in the handler must come back as an error result, and the
+	// session must go on.
+	panics := runnerFunc(func(context.Context, *sandbox.Command) (sandbox.Result, error) {
+		panic("runner broke")
+	})
+	cs := connect(t, panics, testPolicy(t))
 	for range 2 {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "true"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if txt := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.HasPrefix(txt, "internal error") {
-			t.Fatalf("got isError=%v %q, want an internal error result", res.IsError, txt)
+		want := "internal error: runner broke; the server is still running, try again"
+		if txt := res.Content[0].(*mcp.TextContent).Text; !res.IsError || txt != want {
+			t.Fatalf("got isError=%v %q, want %q", res.IsError, txt, want)
 		}
+	}
+}
+
+// TestCallReachesTheRunner checks what a call that passes every check asks
+// of the sandbox, and how the server words what comes back.
+func TestCallReachesTheRunner(t *testing.T) {
+	p := testPolicy(t)
+	var got *sandbox.Command
+	var stdin string
+	run := runnerFunc(func(_ context.Context, c *sandbox.Command) (sandbox.Result, error) {
+		got = c
+		b, err := io.ReadAll(c.Stdin)
+		if err != nil {
+			t.Errorf("read stdin: %v", err)
+		}
+		stdin = string(b)
+		io.WriteString(c.Stdout, "out\n")
+		io.WriteString(c.Stderr, "err\n")
+		return sandbox.Result{ExitCode: 3}, nil
+	})
+	cs := connect(t, run, p)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{
+		"command": "grep", "args": []string{"-c", "x"}, "stdin": "x\ny\n",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil {
+		t.Fatal("the call never reached the runner")
+	}
+	if got.Path != "grep" || !slices.Equal(got.Args, []string{"-c", "x"}) || stdin != "x\ny\n" || got.Timeout != p.Timeout {
+		t.Errorf("got command %q %q, stdin %q, timeout %v; want grep [-c x], stdin \"x\\ny\\n\", timeout %v", got.Path, got.Args, stdin, got.Timeout, p.Timeout)
+	}
+	want := "exit status 3\n--- stdout ---\nout\n--- stderr ---\nerr"
+	if txt := res.Content[0].(*mcp.TextContent).Text; res.IsError || txt != want {
+		t.Errorf("got isError=%v %q, want %q", res.IsError, txt, want)
+	}
+}
+
+// TestInputKeysAreTheSchemas checks that what the decoder takes is what
+// the schema lists, and what runCommandInput holds.
+func TestInputKeysAreTheSchemas(t *testing.T) {
+	s := inputSchema()
+	var props []string
+	for k := range s.Properties {
+		props = append(props, k)
+	}
+	slices.Sort(props)
+	order := slices.Sorted(slices.Values(inputKeys))
+	var tags []string
+	rt := reflect.TypeFor[runCommandInput]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		tags = append(tags, name)
+	}
+	slices.Sort(tags)
+	if !slices.Equal(props, order) || !slices.Equal(props, tags) {
+		t.Errorf("schema properties %q, property order %q, runCommandInput fields %q: want one set", props, order, tags)
+	}
+	if _, err := decodeInput(json.RawMessage(`{"command":"ls","args":["-l"],"stdin":"x"}`)); err != nil {
+		t.Errorf("every key the schema lists: %v", err)
 	}
 }
 
@@ -180,10 +271,10 @@ func TestResult(t *testing.T) {
 // the model is told what is not counted; a cgroup's limit needs no words.
 func TestDescriptionSaysWhatRlimitsMiss(t *testing.T) {
 	p := testPolicy(t)
-	if got := tool(p, sandbox.Mechanisms{Memory: "cgroup"}).Description; got != p.Describe() {
+	if got := tool(p, sandbox.Mechanisms{Memory: sandbox.ByCgroup}).Description; got != p.Describe() {
 		t.Errorf("with a cgroup: got %q, want the policy alone", got)
 	}
-	got := tool(p, sandbox.Mechanisms{Memory: "rlimit"}).Description
+	got := tool(p, sandbox.Mechanisms{Memory: sandbox.ByRlimit}).Description
 	for _, want := range []string{"\nMemory is limited per process", "memfd", "pipe and socket buffers", "kernel memory"} {
 		if !strings.HasPrefix(got, p.Describe()) || !strings.Contains(got, want) {
 			t.Errorf("with rlimits: got %q, want the policy, then %q", got, want)

@@ -10,6 +10,14 @@ import (
 
 const toolName = "run_command"
 
+// run_command's arguments, named once: inputSchema lists them, and
+// decodeInput takes these and refuses any other.
+const (
+	argCommand = "command"
+	argArgs    = "args"
+	argStdin   = "stdin"
+)
+
 // runCommandInput is exactly what a model may send: a program, its
 // arguments and its stdin. There is no field for paths, network, limits or
 // environment, so a model cannot ask for more than the launcher allowed.
@@ -42,26 +50,29 @@ func inputSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{
 		Type: "object",
 		Properties: map[string]*jsonschema.Schema{
-			"command": {
+			argCommand: {
 				Type:        "string",
 				MinLength:   &one,
 				Description: `The program to run: a name looked up on PATH, or a path. No shell is implied; use "sh" with args ["-c", "..."] for one.`,
 			},
-			"args": {
+			argArgs: {
 				Type:        "array",
 				Items:       &jsonschema.Schema{Type: "string"},
 				Description: "Its arguments, each passed as it is.",
 			},
-			"stdin": {
+			argStdin: {
 				Type:        "string",
 				Description: "Text fed to its standard input, which is then closed. If absent, it reads end-of-file at once.",
 			},
 		},
-		PropertyOrder:        []string{"command", "args", "stdin"},
-		Required:             []string{"command"},
+		PropertyOrder:        []string{argCommand, argArgs, argStdin},
+		Required:             []string{argCommand},
 		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 	}
 }
+
+// inputKeys are run_command's arguments, in the schema's order.
+var inputKeys = inputSchema().PropertyOrder
 
 func boolPtr(b bool) *bool { return &b }
 

@@ -12,6 +12,7 @@ const { stage, parseArgs: parseStageArgs } = require('./stage.js');
 const { distTag, order, parseArgs: parsePublishArgs, publish } = require('./publish.js');
 
 const LAUNCHER_DIR = path.join(__dirname, '..', 'nanosandbox-mcp');
+const PLATFORMS = require('../nanosandbox-mcp/lib/platforms.json');
 
 function tmpdir(t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nsb-npm-scripts-'));
@@ -20,21 +21,19 @@ function tmpdir(t) {
 }
 
 // fakeDist writes dist/artifacts.json and dist/metadata.json under root with
-// one small "binary" per target (its content names the target).
+// one small "binary" per platform of the table (its content names it).
 function fakeDist(root, { version = '1.2.3', skip = null } = {}) {
   const dist = path.join(root, 'dist');
   const artifacts = [{ name: 'metadata.json', path: 'dist/metadata.json', type: 'Metadata' }];
-  for (const goos of ['linux', 'darwin']) {
-    for (const goarch of ['amd64', 'arm64']) {
-      if (skip === `${goos}/${goarch}`) {
-        continue;
-      }
-      const rel = `dist/nanosandbox-mcp_${goos}_${goarch}/nanosandbox-mcp`;
-      fs.mkdirSync(path.join(root, path.dirname(rel)), { recursive: true });
-      fs.writeFileSync(path.join(root, rel), `binary ${goos}/${goarch}\n`, { mode: 0o644 });
-      artifacts.push({ name: 'nanosandbox-mcp', path: rel, goos, goarch, type: 'Binary' });
-      artifacts.push({ name: `x_${goos}_${goarch}.tar.gz`, path: `dist/x_${goos}_${goarch}.tar.gz`, goos, goarch, type: 'Archive' });
+  for (const { goos, goarch } of PLATFORMS) {
+    if (skip === `${goos}/${goarch}`) {
+      continue;
     }
+    const rel = `dist/nanosandbox-mcp_${goos}_${goarch}/nanosandbox-mcp`;
+    fs.mkdirSync(path.join(root, path.dirname(rel)), { recursive: true });
+    fs.writeFileSync(path.join(root, rel), `binary ${goos}/${goarch}\n`, { mode: 0o644 });
+    artifacts.push({ name: 'nanosandbox-mcp', path: rel, goos, goarch, type: 'Binary' });
+    artifacts.push({ name: `x_${goos}_${goarch}.tar.gz`, path: `dist/x_${goos}_${goarch}.tar.gz`, goos, goarch, type: 'Archive' });
   }
   fs.writeFileSync(path.join(dist, 'artifacts.json'), JSON.stringify(artifacts));
   fs.writeFileSync(path.join(dist, 'metadata.json'), JSON.stringify({ project_name: 'nanosandbox-mcp', version }));
@@ -106,6 +105,22 @@ test('stage builds four platform packages and the launcher', (t) => {
   assert.ok(!fs.existsSync(path.join(out, 'nanosandbox-mcp', 'test')));
   // The source manifest is left alone.
   assert.equal(readJSON(path.join(LAUNCHER_DIR, 'package.json')).version, '0.0.0');
+});
+
+test('stage makes one package per row of the platform table', (t) => {
+  const root = tmpdir(t);
+  const out = path.join(root, 'out');
+  stage({ dist: fakeDist(root), out, version: null });
+  for (const p of PLATFORMS) {
+    const name = `nanosandbox-mcp-${p.npm_os}-${p.npm_cpu}`;
+    const m = readJSON(path.join(out, name, 'package.json'));
+    assert.deepEqual([m.os, m.cpu], [[p.npm_os], [p.npm_cpu]], name);
+    assert.equal(fs.readFileSync(path.join(out, name, 'bin', 'nanosandbox-mcp'), 'utf8'), `binary ${p.goos}/${p.goarch}\n`);
+  }
+  const launcher = readJSON(path.join(out, 'nanosandbox-mcp', 'package.json'));
+  assert.equal(Object.keys(launcher.optionalDependencies).length, PLATFORMS.length);
+  // The launcher reads the table at run time: it ships with it.
+  assert.deepEqual(readJSON(path.join(out, 'nanosandbox-mcp', 'lib', 'platforms.json')), PLATFORMS);
 });
 
 test('stage refuses a dist that lacks a platform', (t) => {

@@ -16,13 +16,10 @@ const { normalizeVersion, setVersion } = require('./set-version.js');
 const LAUNCHER_DIR = path.join(__dirname, '..', 'nanosandbox-mcp');
 const REPO_ROOT = path.join(__dirname, '..', '..');
 
-// Go's GOOS/GOARCH → npm's os/cpu.
-const TARGETS = [
-  { goos: 'linux', goarch: 'amd64', os: 'linux', cpu: 'x64' },
-  { goos: 'linux', goarch: 'arm64', os: 'linux', cpu: 'arm64' },
-  { goos: 'darwin', goarch: 'amd64', os: 'darwin', cpu: 'x64' },
-  { goos: 'darwin', goarch: 'arm64', os: 'darwin', cpu: 'arm64' },
-];
+// Go's GOOS/GOARCH → npm's os/cpu, from the one platform table, which the
+// launcher reads at run time and so ships inside it.
+const TARGETS = JSON.parse(fs.readFileSync(path.join(LAUNCHER_DIR, 'lib', 'platforms.json'), 'utf8'))
+  .map((p) => ({ goos: p.goos, goarch: p.goarch, os: p.npm_os, cpu: p.npm_cpu }));
 
 function parseArgs(argv) {
   const opts = { dist: 'dist', out: null, version: null };
@@ -114,6 +111,11 @@ function stage({ dist, out, version }) {
   }
   const launcher = JSON.parse(fs.readFileSync(path.join(LAUNCHER_DIR, 'package.json'), 'utf8'));
   delete launcher.scripts; // the published launcher runs no scripts at all
+  const missing = TARGETS.map((t) => platformManifest(t, launcher).name)
+    .filter((name) => !(launcher.optionalDependencies || {})[name]);
+  if (missing.length) {
+    throw new Error(`${path.join(LAUNCHER_DIR, 'package.json')} lacks optional dependencies on ${missing.join(', ')} (see lib/platforms.json)`);
+  }
   fs.writeFileSync(path.join(launcherOut, 'package.json'), `${JSON.stringify(launcher, null, 2)}\n`);
   copyIfExists(path.join(REPO_ROOT, 'README.md'), path.join(launcherOut, 'README.md'));
   copyIfExists(path.join(REPO_ROOT, 'LICENSE'), path.join(launcherOut, 'LICENSE'));

@@ -118,6 +118,16 @@ class WheelTest(unittest.TestCase):
         # sha256 of b"" in the urlsafe, unpadded form pip and uv expect.
         self.assertEqual(build_wheels.record_hash(b""), "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU")
 
+    def test_platform_tags_are_the_platform_table(self):
+        with open(build_wheels.PLATFORMS_JSON, encoding="utf-8") as f:
+            table = json.load(f)
+        self.assertEqual(build_wheels.PLATFORM_TAGS, {(p["goos"], p["goarch"]): p["wheel_tags"] for p in table})
+        self.assertEqual(len(build_wheels.PLATFORM_TAGS), len(table), "a platform listed twice")
+        self.assertEqual(set(BINARIES), set(build_wheels.PLATFORM_TAGS), "the fake dist has a binary per platform")
+        for _, goarch in build_wheels.PLATFORM_TAGS:
+            self.assertIn(goarch, check_wheels.ELF_MACHINE)
+            self.assertIn(goarch, check_wheels.MACHO_CPU)
+
     def test_one_wheel_per_platform_with_the_design_tags(self):
         names = sorted(os.path.basename(p) for p in self.build())
         self.assertEqual(names, sorted([

@@ -12,13 +12,13 @@ const path = require('node:path');
 
 const NAME = 'nanosandbox-mcp';
 
-// Go's GOOS/GOARCH as npm spells them (Go amd64 is npm x64).
-const PLATFORMS = Object.freeze({
-  'linux x64': 'nanosandbox-mcp-linux-x64',
-  'linux arm64': 'nanosandbox-mcp-linux-arm64',
-  'darwin x64': 'nanosandbox-mcp-darwin-x64',
-  'darwin arm64': 'nanosandbox-mcp-darwin-arm64',
-});
+// The released platforms, from the one platform table (platforms.json, next
+// to this file, which the stager, the wheel builder and the checks read too):
+// "os cpu" as npm spells them (Go amd64 is npm x64) -> the package that
+// holds the binary.
+const PLATFORMS = Object.freeze(Object.fromEntries(
+  require('./platforms.json').map((p) => [`${p.npm_os} ${p.npm_cpu}`, `${NAME}-${p.npm_os}-${p.npm_cpu}`]),
+));
 
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 

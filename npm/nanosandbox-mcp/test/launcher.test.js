@@ -64,6 +64,15 @@ async function waitFor(cond, ms) {
   return cond();
 }
 
+test('PLATFORMS is the platform table, one package per row', () => {
+  const table = require('../lib/platforms.json');
+  assert.deepEqual(
+    launcher.PLATFORMS,
+    Object.fromEntries(table.map((p) => [`${p.npm_os} ${p.npm_cpu}`, `nanosandbox-mcp-${p.npm_os}-${p.npm_cpu}`])),
+  );
+  assert.equal(Object.keys(launcher.PLATFORMS).length, table.length, 'a platform listed twice');
+});
+
 test('packageName maps every released platform and nothing else', () => {
   for (const [platform, arch, want] of [
     ['linux', 'x64', 'nanosandbox-mcp-linux-x64'],

@@ -3,12 +3,16 @@ package sandbox
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
@@ -87,7 +91,7 @@ func FuzzReadReports(f *testing.F) {
 		want := []report{
 			{Ready: true},
 			{Start: &StartError{Path: path, Err: "no such file"}},
-			{Exit: &exitReport{Code: 127, Limit: path}},
+			{Exit: &exitReport{Code: 127, Limit: &limitHit{Kind: tmpLimit, Mech: ByTmpfs, Dir: path}}},
 		}
 		in = append(in, reportLine(t, report{Took: true})...)
 		for _, r := range want {
@@ -127,7 +131,7 @@ func FuzzSpec(f *testing.F) {
 		Args:    []string{"-c", "echo hi"},
 		Env:     []string{"PATH=/usr/bin:/bin"},
 		Limits:  policy.Limits{MemoryBytes: 1 << 30, MaxProcesses: 64, CPUTime: time.Minute},
-		Mech:    Mechanisms{Memory: "rlimit", Processes: "rlimit"},
+		Mech:    Mechanisms{Memory: ByRlimit, Processes: ByRlimit},
 		Timeout: time.Second,
 		Root:    &rootID{Mount: 1, Dev: 2, Ino: 3},
 	})
@@ -154,4 +158,39 @@ func FuzzSpec(f *testing.F) {
 			t.Errorf("spec changed through the pipe (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// TestErrorsKeepTheirErrno sends the errors a child reports through the
+// report pipe: the errno that caused each still answers errors.Is.
+func TestErrorsKeepTheirErrno(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		rep     report
+		want    error
+		message string
+	}{
+		{"setup, wrapped", report{Setup: asSetupError(fmt.Errorf("mount %q: %w", "/x", unix.EROFS))}, unix.EROFS, `sandbox setup failed: mount "/x": read-only file system`},
+		{"setup, from a step", report{Setup: setupError("pivot_root .", unix.EPERM)}, unix.EPERM, "sandbox setup failed: pivot_root .: operation not permitted"},
+		{"start, missing", report{Start: startError("/w/prog", unix.ENOENT)}, fs.ErrNotExist, `failed to start "/w/prog": no such file inside the sandbox`},
+		{"start, not executable", report{Start: startError("/w/prog", unix.EACCES)}, fs.ErrPermission, `failed to start "/w/prog": permission denied`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := readReports(bytes.NewReader(reportLine(t, tt.rep)), func() {})
+			if len(rs) != 1 {
+				t.Fatalf("got %d reports, want 1", len(rs))
+			}
+			var err error
+			if rs[0].Setup != nil {
+				err = rs[0].Setup
+			} else {
+				err = rs[0].Start
+			}
+			if !errors.Is(err, tt.want) || !strings.HasPrefix(err.Error(), tt.message) {
+				t.Errorf("got %v (errno %v), want one that is %v and starts %q", err, errors.Unwrap(err), tt.want, tt.message)
+			}
+		})
+	}
+	if err := (&SetupError{Op: "exec stage", Err: "ended"}); errors.Unwrap(err) != nil {
+		t.Errorf("a SetupError without an errno unwraps to %v, want nil", errors.Unwrap(err))
+	}
 }

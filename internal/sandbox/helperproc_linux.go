@@ -1,0 +1,325 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// namespaceFlags are the helper's new namespaces (DESIGN.md §3).
+const namespaceFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
+
+// waitDelay bounds how long output is awaited after the helper is gone;
+// nothing should hold the pipes then, since the pid namespace died with it.
+const waitDelay = 2 * time.Second
+
+// helperProc is a sandbox helper started in its namespaces (and cgroup),
+// waiting for its spec. Until the spec comes nothing is mounted and nothing
+// of a call is in it, so the server keeps one started ahead of the next
+// call: starting it is most of a call's cost (a full fork of the server,
+// since a new user namespace rules out vfork, then a Go start-up).
+type helperProc struct {
+	cmd   *exec.Cmd
+	cg    *cmdCgroup // nil unless limits are held by cgroup v2
+	specW *os.File
+	repR  *os.File
+	// reports delivers what the helper reported once it is gone (after
+	// hand).
+	reports chan []report
+	// exited is closed once the helper has been waited for, with
+	// waitErr what cmd.Wait returned.
+	exited  chan struct{}
+	waitErr error
+	// The server's ends of the helper's stdio when it was started with
+	// pipes; nil when it was given the caller's own files.
+	stdinW, stdoutR, stderrR *os.File
+}
+
+// piped reports whether c needs its stdio through pipes the server
+// serves, rather than files passed to the helper as they are.
+func piped(c *Command) bool {
+	_, in := c.Stdin.(*os.File)
+	_, out := c.Stdout.(*os.File)
+	_, errOut := c.Stderr.(*os.File)
+	return !(in || c.Stdin == nil) || !(out || c.Stdout == nil) || !(errOut || c.Stderr == nil)
+}
+
+// startHelper starts a helper for c: with c's own files as its stdio, or
+// with pipes when c needs them (c nil: pipes, for a spare).
+func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
+	h := &helperProc{exited: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			h.discard() // h itself: the result is nil by now
+		}
+	}()
+	if s.cgroups != nil {
+		if h.cg, err = s.cgroups.create(s.pol.Limits, s.mech); err != nil {
+			return nil, setupError("cgroup", err)
+		}
+	}
+	var childEnds []*os.File // closed once the helper holds its copies
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err != nil {
+			return nil, nil, setupError("pipe", err)
+		}
+		if err := s.root.own(r); err != nil {
+			r.Close()
+			w.Close()
+			return nil, nil, setupError("pipe", err)
+		}
+		return r, w, nil
+	}
+	var specR, repW *os.File
+	if specR, h.specW, err = pipe(); err != nil {
+		return nil, err
+	}
+	childEnds = append(childEnds, specR)
+	if h.repR, repW, err = pipe(); err != nil {
+		return nil, err
+	}
+	childEnds = append(childEnds, repW)
+
+	var stdio [3]*os.File
+	if c == nil || piped(c) {
+		if stdio[0], h.stdinW, err = pipe(); err != nil {
+			return nil, err
+		}
+		if h.stdoutR, stdio[1], err = pipe(); err != nil {
+			return nil, err
+		}
+		if h.stderrR, stdio[2], err = pipe(); err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, stdio[:]...)
+		for _, w := range stdio[1:] {
+			unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, pipeSize) // best effort: the default works, slower
+		}
+	} else {
+		stdio[0], _ = c.Stdin.(*os.File)
+		stdio[1], _ = c.Stdout.(*os.File)
+		stdio[2], _ = c.Stderr.(*os.File)
+	}
+	h.cmd = &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"nanosandbox-mcp: sandbox", strconv.Itoa(s.uid), strconv.Itoa(s.gid)},
+		Env:        []string{childEnv + "=helper"},
+		ExtraFiles: []*os.File{specR, repW},
+		WaitDelay:  waitDelay,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 namespaceFlags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			Setsid:                     true,
+			Pdeathsig:                  syscall.SIGKILL,
+		},
+	}
+	// exec.Cmd takes a nil *os.File inside an interface for a file.
+	if stdio[0] != nil {
+		h.cmd.Stdin = stdio[0]
+	}
+	if stdio[1] != nil {
+		h.cmd.Stdout = stdio[1]
+	}
+	if stdio[2] != nil {
+		h.cmd.Stderr = stdio[2]
+	}
+	if s.root != nil {
+		trees, err := s.root.helper(h.cmd)
+		if err != nil {
+			return nil, setupError("idmapped mounts", err)
+		}
+		childEnds = append(childEnds, trees...)
+	}
+	if h.cg != nil {
+		// Born in its cgroup (CLONE_INTO_CGROUP): nothing runs outside it.
+		h.cmd.SysProcAttr.UseCgroupFD = true
+		h.cmd.SysProcAttr.CgroupFD = h.cg.fd
+	}
+
+	// Pdeathsig follows the thread that forked, not the process: start and
+	// wait on one locked thread, so the helper dies with the server and not
+	// with whichever thread happened to fork it.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := h.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		h.waitErr = h.cmd.Wait()
+		close(h.exited)
+	}()
+	if err := <-started; err != nil {
+		h.cmd = nil
+		if errors.Is(err, syscall.EAGAIN) {
+			if why := processLimitReached(); why != "" {
+				return nil, &SetupError{Op: "start the sandbox helper", Err: strings.TrimPrefix(err.Error(), "fork/exec /proc/self/exe: ") + ": " + why, Errno: errnoOf(err)}
+			}
+		}
+		why, fix := diagnoseUserNS(err)
+		return nil, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix, Errno: errnoOf(err)}
+	}
+	return h, nil
+}
+
+// attach connects a piped helper to c: c's stdin is copied in, and its
+// output drained out in large reads. The channels close when the output
+// ends (nil for a stream not piped).
+func (h *helperProc) attach(c *Command) (stdoutDone, stderrDone <-chan struct{}) {
+	if h.stdinW != nil {
+		w := h.stdinW
+		h.stdinW = nil
+		if c.Stdin == nil {
+			w.Close()
+		} else {
+			go func() {
+				io.Copy(w, c.Stdin) // ends with an error once nothing can read
+				w.Close()
+			}()
+		}
+	}
+	drain := func(r *os.File, w io.Writer) <-chan struct{} {
+		if r == nil {
+			return nil
+		}
+		if w == nil {
+			w = io.Discard
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer r.Close()
+			buf := make([]byte, pipeSize)
+			for {
+				n, err := r.Read(buf)
+				if n > 0 {
+					w.Write(buf[:n])
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		return done
+	}
+	stdoutDone, stderrDone = drain(h.stdoutR, c.Stdout), drain(h.stderrR, c.Stderr)
+	h.stdoutR, h.stderrR = nil, nil
+	return stdoutDone, stderrDone
+}
+
+// hand gives the helper its spec, starts reading its reports, and waits
+// until it has taken the spec (a few hundred microseconds: it reads nothing
+// else first). It returns false if the helper ended without taking it, or
+// ctx ended.
+func (h *helperProc) hand(ctx context.Context, raw []byte) bool {
+	// The pipe holds the spec (64 KiB; a spec is a few, unless the call
+	// brings long arguments, which the helper, reading it first thing,
+	// takes at once): this does not wait, and fails at once if the helper
+	// is long gone.
+	_, err := h.specW.Write(raw)
+	h.specW.Close()
+	h.specW = nil
+	took := make(chan struct{})
+	reports := make(chan []report, 1)
+	h.reports = reports
+	go func(repR *os.File) {
+		taken := false
+		rs := readReports(repR, func() {
+			if !taken {
+				close(took)
+			}
+			taken = true
+		})
+		reports <- rs
+	}(h.repR)
+	if err != nil {
+		return false
+	}
+	select {
+	case <-took:
+		return true
+	case <-h.exited:
+		// Its reports are all read once it is gone; then whether it
+		// took the spec is known. (One that took it may have run the
+		// command already: never hand that call to another.)
+		rs := <-h.reports
+		h.reports <- rs
+		select {
+		case <-took:
+			return true
+		default:
+			return false
+		}
+	case <-ctx.Done():
+		return true // the call ends as cancelled, with this helper killed
+	}
+}
+
+// alive reports whether the helper is still waiting; one that died while
+// it waited must not be handed a call.
+func (h *helperProc) alive() bool {
+	select {
+	case <-h.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// discard kills the helper if it still runs, waits for it, and releases
+// what it held. It is safe to call more than once.
+func (h *helperProc) discard() {
+	if h.cmd != nil && h.cmd.Process != nil {
+		h.cmd.Process.Kill() // pid 1 of its namespace: the kernel kills the rest
+		<-h.exited
+		h.cmd = nil
+	}
+	for _, f := range []**os.File{&h.specW, &h.repR, &h.stdinW, &h.stdoutR, &h.stderrR} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
+	}
+	if h.cg != nil {
+		h.cg.remove()
+		h.cg = nil
+	}
+}
+
+// pipeSize is the capacity asked for the output pipes: a command that
+// prints a lot then writes in large steps instead of 64 KiB ones.
+const pipeSize = 1 << 20
+
+// waitOutput waits for the output readers, at most waitDelay.
+func waitOutput(done ...<-chan struct{}) {
+	deadline := time.After(waitDelay)
+	for _, d := range done {
+		if d == nil {
+			continue
+		}
+		select {
+		case <-d:
+		case <-deadline:
+			return
+		}
+	}
+}
