@@ -62,7 +62,7 @@ func (p *pollFinder) walkAll() error {
 	var rootLen int
 	w := &walker{skip: p.skip, visit: func(path string, _ int, id ident, flags, parentFlags uint8, kids []string) error {
 		found = append(found, candidatesOf(path, flags, parentFlags)...)
-		if dirs != nil && len(dirs) >= maxPolled {
+		if len(dirs) >= maxPolled {
 			dirs = nil // past the budget: no memory, a walk per refresh
 		}
 		if dirs != nil {
