@@ -213,11 +213,14 @@ func TestEscapeBinaryOutput(t *testing.T) {
 	for _, tt := range []struct {
 		name, script string
 		stdout       string // a part of stdout that must survive
+		notes        []string
 	}{
-		{"not UTF-8", `printf 'a\377\376b\303(c\355\240\200d\n'; printf 'e\377f\n' >&2`, "a"},
-		{"NUL bytes", `printf 'nul\000in\000the\000middle\n'; printf 'x\000y' >&2`, "nul"},
-		{"cut mid-character", `yes 'é' | head -c 100001; head -c 50001 /dev/zero | tr '\0' '\303' >&2`, "é"},
-		{"random bytes", `head -c 200000 /dev/urandom; head -c 200000 /dev/urandom >&2`, ""},
+		{"not UTF-8", `printf 'a\377\376b\303(c\355\240\200d\n'; printf 'e\377f\n' >&2`, "a",
+			[]string{"stdout held 6 bytes that are not UTF-8", "stderr held 1 bytes that are not UTF-8"}},
+		{"NUL bytes", `printf 'nul\000in\000the\000middle\n'; printf 'x\000y' >&2`, "nul", nil},
+		{"cut mid-character", `yes 'é' | head -c 100001; head -c 50001 /dev/zero | tr '\0' '\303' >&2`, "é",
+			[]string{"stderr held"}},
+		{"random bytes", `head -c 200000 /dev/urandom; head -c 200000 /dev/urandom >&2`, "", []string{"stdout held", "stderr held"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r.t = t
@@ -232,6 +235,14 @@ func TestEscapeBinaryOutput(t *testing.T) {
 			// escaped as \ufffd: far below the clients' 10 MiB limit.
 			if len(line) > 1<<20 {
 				t.Errorf("the result line is %d bytes, want it capped", len(line))
+			}
+			for _, n := range tt.notes {
+				if !strings.Contains(string(line), n) {
+					t.Errorf("no note %q in %.300s", n, line)
+				}
+			}
+			if tt.notes == nil && strings.Contains(string(line), "not UTF-8") {
+				t.Errorf("a note on valid output: %.300s", line)
 			}
 		})
 	}

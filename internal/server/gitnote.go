@@ -1,6 +1,10 @@
 package server
 
-import "regexp"
+import (
+	"fmt"
+	"regexp"
+	"unicode/utf8"
+)
 
 // gitRefused matches what git and the shell print when a command writes
 // what the sandbox keeps read-only for git's sake: a repository's config
@@ -14,4 +18,27 @@ func gitRefusalNote(output string) string {
 		return ""
 	}
 	return "git: a repository's config and hooks are read-only inside the sandbox, because the user's own git runs what they say; ask the user to make this change outside the sandbox (or to allow it with --writable PATH when starting the server)"
+}
+
+// invalidUTF8 counts the bytes of s that are not UTF-8: JSON carries each
+// as U+FFFD, so the model never sees them.
+func invalidUTF8(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n++
+		}
+		i += size
+	}
+	return n
+}
+
+// binaryNote says how many bytes of a stream were replaced, and how to see
+// them, or is "".
+func binaryNote(stream string, n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s held %d bytes that are not UTF-8, shown as U+FFFD; to see them, pipe the output through base64 or od -c", stream, n)
 }

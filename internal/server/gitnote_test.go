@@ -20,3 +20,16 @@ func TestGitRefusalNote(t *testing.T) {
 		}
 	}
 }
+
+func TestInvalidUTF8(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int
+	}{
+		{"plain", 0}, {"héllo ✓", 0}, {"\xff\xfe", 2}, {"a\xc3", 1}, {"\xe2\x9c", 2}, {"\x00nul", 0},
+	} {
+		if got := invalidUTF8(tt.in); got != tt.want {
+			t.Errorf("%q: got %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}

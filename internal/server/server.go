@@ -306,6 +306,11 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 	if n := gitRefusalNote(out.Stdout + "\n" + out.Stderr); n != "" {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
+	for _, s := range []struct{ name, text string }{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
+		if n := binaryNote(s.name, invalidUTF8(s.text)); n != "" {
+			fmt.Fprintf(&b, "note: %s\n", n)
+		}
+	}
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSuffix(b.String(), "\n")}},
 		IsError: isError,
