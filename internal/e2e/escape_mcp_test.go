@@ -216,7 +216,7 @@ func TestEscapeBinaryOutput(t *testing.T) {
 		notes        []string
 	}{
 		{"not UTF-8", `printf 'a\377\376b\303(c\355\240\200d\n'; printf 'e\377f\n' >&2`, "a",
-			[]string{"stdout held 6 bytes that are not UTF-8", "stderr held 1 bytes that are not UTF-8"}},
+			[]string{"stdout held 6 bytes that are not UTF-8", "stderr held 1 byte that is not UTF-8"}},
 		{"NUL bytes", `printf 'nul\000in\000the\000middle\n'; printf 'x\000y' >&2`, "nul", nil},
 		{"cut mid-character", `yes 'é' | head -c 100001; head -c 50001 /dev/zero | tr '\0' '\303' >&2`, "é",
 			[]string{"stderr held"}},

@@ -40,5 +40,9 @@ func binaryNote(stream string, n int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s held %d bytes that are not UTF-8, shown as U+FFFD; to see them, pipe the output through base64 or od -c", stream, n)
+	what := fmt.Sprintf("%d bytes that are", n)
+	if n == 1 {
+		what = "1 byte that is"
+	}
+	return fmt.Sprintf("%s held %s not UTF-8, shown as U+FFFD; to see them, pipe the output through base64 or od -c", stream, what)
 }
