@@ -32,6 +32,9 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = sb.DryRun()
 	}
+	if err != nil {
+		pol.Discard()
+	}
 	if fe := (*policy.FlagError)(nil); errors.As(err, &fe) {
 		return fail(stderr, err) // a grant this machine's mounts make unsafe
 	}
@@ -48,6 +51,9 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  note: %s\n", f.processCap)
 	}
 	fmt.Fprintf(stdout, "policy        %s\n", indent(pol.Describe()))
+	if pol.PrivateHome != "" {
+		fmt.Fprintf(stdout, "private home  %s (%s; %s homes lists them all)\n", pol.PrivateHome, policy.FormatSize(policy.HomeSize(pol.PrivateHome)), name)
+	}
 	fmt.Fprintf(stdout, "verdict       ok: the policy holds (dry run in %s)\n", time.Since(began).Round(100*time.Microsecond))
 	return exitOK
 }

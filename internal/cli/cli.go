@@ -138,6 +138,9 @@ func (f *flags) setFlag(fl *pflag.Flag, value string) error {
 
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, version string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "homes" {
+		return homesMain(args[1:], stdout, stderr)
+	}
 	f := newFlags()
 	err := f.set.ParseAll(args, f.setFlag)
 	var ue *usageError
@@ -195,10 +198,12 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	}
 	sb, err := sandbox.New(pol, caps)
 	if err != nil {
+		pol.Discard()
 		return fail(stderr, err)
 	}
 	if command == nil {
 		if err := sb.DryRun(); err != nil {
+			pol.Discard()
 			return fail(stderr, err)
 		}
 	}

@@ -13,12 +13,15 @@ Usage:
   %[1]s --workspace DIR [options]                  serve MCP on stdin and stdout
   %[1]s --workspace DIR [options] -- CMD [ARG...]  run one command in the same sandbox
   %[1]s --check [--workspace DIR] [options]        say what this machine enforces
+  %[1]s homes [--prune]                            list the private homes; remove
+                                                   those whose workspace is gone
   %[1]s --version | --help
 
 Commands can write only in the workspace, the --writable paths and a private
 /tmp; they read the rest of the system, minus your home directory, credential
 files and host /tmp. They have no network, no capabilities, and see only their
-own processes. .git hooks and config in the workspace stay read-only.
+own processes. Git's hooks and config stay read-only, and repositories a
+command makes are judged by your git before the result returns.
 
 Options:
 `, name)

@@ -113,6 +113,8 @@ type Policy struct {
 	// StateDir is where the server keeps its state (Options.StateDir); empty
 	// if it keeps none.
 	StateDir string
+	// privateHomeMade is set when this start created PrivateHome.
+	privateHomeMade bool
 
 	Timeout        time.Duration // zero means none
 	MaxOutputBytes int
@@ -239,22 +241,27 @@ func New(o Options) (*Policy, error) {
 		}
 	}
 	if p.Home != "" && !p.HomeGranted && o.StateDir != "" {
-		ph, err := privateHome(o.StateDir, ws)
+		ph, made, err := privateHome(o.StateDir, ws)
 		if err != nil {
 			return nil, err
 		}
+		p.PrivateHome, p.privateHomeMade = ph, made
 		for _, g := range p.Grants {
 			if g.Writable && Within(ph, g.Path) {
+				p.Discard()
 				return nil, &FlagError{Flag: g.Flag, Value: g.Path, Err: "contains the server's private home directory " + ph, Hint: "pass a narrower directory, or set XDG_CACHE_HOME outside it"}
 			}
 		}
-		p.PrivateHome = ph
 	}
 	p.StateDir = o.StateDir
 
 	env, err := buildEnv(o, p)
 	if err != nil {
+		p.Discard()
 		return nil, err
+	}
+	if p.PrivateHome != "" {
+		recordHome(p.PrivateHome, ws)
 	}
 	p.env = env
 	return p, nil
@@ -334,19 +341,20 @@ func unwrapPathError(err error) string {
 }
 
 // privateHome returns (and creates, 0700) the directory that serves as HOME
-// for commands run in workspace ws.
-func privateHome(stateDir, ws string) (string, error) {
+// for commands run in workspace ws, and whether this call made it.
+func privateHome(stateDir, ws string) (string, bool, error) {
 	sum := sha256.Sum256([]byte(ws))
 	name := filepath.Base(ws) + "-" + hex.EncodeToString(sum[:6])
 	dir := filepath.Join(stateDir, "homes", name)
+	_, statErr := os.Lstat(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", &FlagError{Flag: "--workspace", Value: ws, Err: "cannot create the private home " + dir + ": " + unwrapPathError(err), Hint: "set XDG_CACHE_HOME to a writable directory"}
+		return "", false, &FlagError{Flag: "--workspace", Value: ws, Err: "cannot create the private home " + dir + ": " + unwrapPathError(err), Hint: "set XDG_CACHE_HOME to a writable directory"}
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", &FlagError{Flag: "--workspace", Value: ws, Err: "cannot resolve the private home " + dir + ": " + unwrapPathError(err), Hint: "set XDG_CACHE_HOME to a writable directory"}
+		return "", false, &FlagError{Flag: "--workspace", Value: ws, Err: "cannot resolve the private home " + dir + ": " + unwrapPathError(err), Hint: "set XDG_CACHE_HOME to a writable directory"}
 	}
-	return real, nil
+	return real, errors.Is(statErr, fs.ErrNotExist), nil
 }
 
 // Within reports whether path is dir or lies below it. Both must be clean

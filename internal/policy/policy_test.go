@@ -314,3 +314,53 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+func TestHomesRecordPruneAndDiscard(t *testing.T) {
+	root := t.TempDir()
+	state := root + "/state"
+	for _, d := range []string{"/home/a", "/home/b"} {
+		os.MkdirAll(root+d, 0o755)
+	}
+	pa, err := New(Options{Workspace: root + "/home/a", Home: root + "/home", StateDir: state, Writable: nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := New(Options{Workspace: root + "/home/b", Home: root + "/home", StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(pb.PrivateHome+"/cache", []byte("12345"), 0o644)
+	os.MkdirAll(pb.PrivateHome+"/go/pkg/mod/x", 0o755)
+	os.Chmod(pb.PrivateHome+"/go/pkg/mod/x", 0o555) // as Go's module cache leaves it
+	os.Chmod(pb.PrivateHome+"/go/pkg/mod", 0o555)
+	homes, err := Homes(state)
+	if err != nil || len(homes) != 2 {
+		t.Fatalf("homes: %v %+v", err, homes)
+	}
+	os.RemoveAll(root + "/home/b")
+	removed, err := HomesPrune(state)
+	if err != nil || len(removed) != 1 || removed[0].Dir != pb.PrivateHome || removed[0].Bytes != 5 {
+		t.Fatalf("prune: %v %+v", err, removed)
+	}
+	if _, err := os.Stat(pb.PrivateHome); err == nil {
+		t.Error("the orphan home is still there")
+	}
+	if _, err := os.Stat(pa.PrivateHome); err != nil {
+		t.Errorf("the live home went: %v", err)
+	}
+	// A start that fails removes the home it made, and only that.
+	os.MkdirAll(root+"/home/c", 0o755)
+	pc, err := New(Options{Workspace: root + "/home/c", Home: root + "/home", StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Discard()
+	if _, err := os.Stat(pc.PrivateHome); err == nil {
+		t.Error("a failed start left its new private home")
+	}
+	pa2, _ := New(Options{Workspace: root + "/home/a", Home: root + "/home", StateDir: state})
+	pa2.Discard()
+	if _, err := os.Stat(pa.PrivateHome); err != nil {
+		t.Errorf("discarding a start removed a home it did not make: %v", err)
+	}
+}
