@@ -60,6 +60,7 @@ type flags struct {
 	cpuTime       time.Duration
 	cpus          float64
 	stayInCgroup  bool
+	noHomeTools   bool
 	allowNet      []string
 	// processCap says why commands get fewer processes than
 	// --max-processes asks, or is empty (set by buildPolicy).
@@ -95,6 +96,7 @@ func newFlags() *flags {
 	fs.Var(&f.tmpSize, "tmp-size", "size of each private /tmp, /var/tmp, /run and /dev/shm; 0 for the kernel's default (half of RAM)")
 	fs.DurationVar(&f.cpuTime, "cpu-time", policy.DefaultCPUTime, "CPU time of each process of a command; 0 for none")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth of one command, in CPUs (1.5 = one and a half); 0 for none (needs a delegated cgroup v2)")
+	fs.BoolVar(&f.noHomeTools, "no-home-tools", false, "keep the home's tool directories hidden too; by default those on PATH (pyenv, nvm, rustup, ~/.local/bin...) are shown read-only, credentials inside still masked")
 	fs.BoolVar(&f.stayInCgroup, "stay-in-cgroup", false, "keep the server in the cgroup it was started in, rather than ask systemd for a delegated cgroup v2 scope of its own (without one, memory is limited per process)")
 	// DESIGN.md names --allow-net (HTTP(S) to listed hosts through a proxy
 	// the server runs); until that proxy exists the flag is refused with
@@ -247,7 +249,8 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 			CPUTime:      f.cpuTime,
 			CPUs:         f.cpus,
 		},
-		HostEnv: os.Environ(),
+		HostEnv:     os.Environ(),
+		NoHomeTools: f.noHomeTools,
 	}
 	if f.timeout < 0 {
 		o.NoTimeout = false

@@ -19,14 +19,21 @@ func (p *Policy) Describe() string {
 		}
 	}
 	b.WriteString(" and a private /tmp fresh for each call. ")
-	var ro []string
+	var ro, tools []string
 	for _, g := range p.Grants {
-		if !g.Writable {
+		switch {
+		case g.Writable:
+		case g.Flag == "home tools":
+			tools = append(tools, g.Path)
+		default:
 			ro = append(ro, g.Path)
 		}
 	}
 	if len(ro) > 0 {
 		fmt.Fprintf(&b, "Read-only: %s. ", strings.Join(ro, ", "))
+	}
+	if len(tools) > 0 {
+		fmt.Fprintf(&b, "Shown read-only from the home for the tools on PATH: %s. ", strings.Join(tools, ", "))
 	}
 	b.WriteString("The rest of the system is read-only; the home directory, credentials and host /tmp are hidden, and .git hooks and config are read-only.\n")
 

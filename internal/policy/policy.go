@@ -77,6 +77,9 @@ type Options struct {
 	// StateDir holds the private homes (one per workspace). If empty, the
 	// private home is not created and HOME points at /tmp.
 	StateDir string
+	// NoHomeTools keeps the home's tool directories hidden too
+	// (--no-home-tools); by default those on PATH are shown read-only.
+	NoHomeTools bool
 	// User is the caller's login name, for USER and LOGNAME.
 	User string
 	// GitName and GitEmail are the caller's git identity, passed to commands
@@ -115,6 +118,9 @@ type Policy struct {
 	StateDir string
 	// privateHomeMade is set when this start created PrivateHome.
 	privateHomeMade bool
+	// HomeTools lists what of the hidden home is shown again, read-only,
+	// for the tools on PATH (also among Grants, with Flag "home tools").
+	HomeTools []HomeTool
 
 	Timeout        time.Duration // zero means none
 	MaxOutputBytes int
@@ -238,6 +244,28 @@ func New(o Options) (*Policy, error) {
 		}
 		if p.Home != "" && Within(p.Home, g.Path) {
 			p.HomeGranted = true
+		}
+	}
+	if p.Home != "" && !p.HomeGranted && !o.NoHomeTools {
+		hostPath := ""
+		for _, kv := range o.HostEnv {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				hostPath = v
+				break
+			}
+		}
+		for _, t := range homeToolDirs(hostPath, p.Home) {
+			covered := false
+			for _, g := range p.Grants {
+				if Within(t.Path, g.Path) {
+					covered = true // shown already, as the user granted it
+				}
+			}
+			if covered {
+				continue
+			}
+			p.Grants = append(p.Grants, Grant{Path: t.Path, Dir: true, Flag: "home tools"})
+			p.HomeTools = append(p.HomeTools, t)
 		}
 	}
 	if p.Home != "" && !p.HomeGranted && o.StateDir != "" {

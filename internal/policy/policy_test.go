@@ -364,3 +364,20 @@ func TestHomesRecordPruneAndDiscard(t *testing.T) {
 		t.Errorf("discarding a start removed a home it did not make: %v", err)
 	}
 }
+
+func TestHomeToolDirs(t *testing.T) {
+	h := t.TempDir()
+	for _, d := range []string{".pyenv/shims", ".pyenv/versions", ".cargo/bin", ".rustup/toolchains", ".local/bin", "own/bin", ".ssh/bin"} {
+		os.MkdirAll(filepath.Join(h, d), 0o755)
+	}
+	os.Symlink(filepath.Join(h, "own/bin"), filepath.Join(h, "linked"))
+	path := strings.Join([]string{h + "/.pyenv/shims", h + "/.cargo/bin", h + "/linked", h + "/.ssh/bin", h, h + "/missing", "relative/bin", "/usr/bin", h + "/.local/bin"}, ":")
+	var got []string
+	for _, tl := range homeToolDirs(path, h) {
+		got = append(got, strings.TrimPrefix(tl.Path, h+"/"))
+	}
+	want := []string{".pyenv", ".cargo/bin", ".rustup", "own/bin", ".local/bin"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %v, want %v (never the home, a credential path, a missing or relative one)", got, want)
+	}
+}

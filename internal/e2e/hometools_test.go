@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Tools installed in the hidden home run inside with no flag: pyenv-,
+// nvm- and rustup-style layouts and ~/.local/bin, each on the server's
+// PATH. What they need is shown read-only; their credentials and the rest
+// of the home stay hidden.
+func TestHomeToolsRunInside(t *testing.T) {
+	e := newEnv(t)
+	h := e.home
+	script := func(path, body string) { e.write(filepath.Join(h, path), "#!/bin/sh\n"+body+"\n", 0o755) }
+	script(".pyenv/shims/py", `exec "$HOME/.pyenv/versions/3.11.7/bin/py" "$@"`)
+	script(".pyenv/versions/3.11.7/bin/py", `echo pyenv-ok`)
+	script(".nvm/versions/node/v20.1.0/bin/nd", `cat "$HOME/.nvm/alias/default"`)
+	e.write(filepath.Join(h, ".nvm/alias/default"), "nvm-ok\n", 0o644)
+	script(".cargo/bin/cg", `exec "$HOME/.rustup/toolchains/stable/bin/cg"`)
+	script(".rustup/toolchains/stable/bin/cg", `echo rustup-ok`)
+	e.write(filepath.Join(h, ".cargo/credentials.toml"), "token = \""+secretValue+"\"\n", 0o600)
+	e.write(filepath.Join(h, ".cargo/registry/cache/x"), "registry\n", 0o644)
+	script(".local/bin/lt", `echo local-ok`)
+	script("weird/bin/wd", `echo weird-ok`)
+	e.write(filepath.Join(h, "weird/secret.txt"), secretValue+"\n", 0o600)
+	path := strings.Join([]string{h + "/.pyenv/shims", h + "/.nvm/versions/node/v20.1.0/bin", h + "/.cargo/bin",
+		h + "/.local/bin", h + "/weird/bin", "/usr/local/bin:/usr/bin:/bin"}, ":")
+	for i, v := range e.vars {
+		if strings.HasPrefix(v, "PATH=") {
+			e.vars[i] = "PATH=" + path
+		}
+	}
+	out := e.mustAllow(nil, `py; nd; cg; lt; wd`)
+	if out != "pyenv-ok\nnvm-ok\nrustup-ok\nlocal-ok\nweird-ok\n" {
+		t.Errorf("the home's tools inside:\n%s", out)
+	}
+	for _, p := range []string{".cargo/credentials.toml", ".cargo/registry/cache/x", "weird/secret.txt", "notes.txt", ".ssh/id_ed25519"} {
+		e.mustDeny(nil, "cat "+filepath.Join(h, p))
+	}
+	check, _, _ := e.runRaw("--check", "--workspace", e.ws)
+	for _, p := range []string{h + "/.pyenv", h + "/.nvm", h + "/.cargo/bin", h + "/.rustup", h + "/.local/bin", h + "/weird/bin"} {
+		if !strings.Contains(check, p) {
+			t.Errorf("--check does not list %s:\n%s", p, check)
+		}
+	}
+	// Off by name: then they are hidden like the rest.
+	e.mustDeny([]string{"--no-home-tools"}, "py")
+}

@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The home is hidden (a deny-list of secrets is never complete), but tools
+// installed there are what the user runs: the server's PATH names them,
+// and the sandbox passes that PATH on. For each PATH directory inside the
+// hidden home, the tree the tool needs to run is shown again, read-only,
+// and only that: the directory itself, and the root of the tool manager it
+// belongs to, by this table. Credential files inside stay masked.
+// --no-home-tools turns it off.
+
+// homeTool is one row: a PATH directory below Under (relative to the
+// home) needs Roots (relative to the home) to run.
+type homeTool struct {
+	Under string
+	Roots []string
+	Why   string
+}
+
+var homeTools = []homeTool{
+	{".pyenv", []string{".pyenv"}, "pyenv's shims run the Pythons under ~/.pyenv/versions with pyenv's own scripts"},
+	{".nvm", []string{".nvm"}, "nvm keeps each Node under ~/.nvm/versions, run from there"},
+	{".cargo/bin", []string{".cargo/bin", ".rustup"}, "rustup's proxies in ~/.cargo/bin run the toolchains in ~/.rustup; the rest of ~/.cargo (registry, credentials) stays private"},
+	{".rustup", []string{".rustup"}, "a toolchain's own bin directory"},
+	{".asdf", []string{".asdf"}, "asdf's shims run the versions installed under ~/.asdf"},
+	{".local/share/mise", []string{".local/share/mise"}, "mise's shims and installs"},
+	{".volta", []string{".volta"}, "Volta's shims run the tools under ~/.volta/tools"},
+	{".sdkman", []string{".sdkman"}, "SDKMAN's candidates link to versions under ~/.sdkman"},
+	{".rbenv", []string{".rbenv"}, "rbenv's shims run the Rubies under ~/.rbenv/versions"},
+	{".nodenv", []string{".nodenv"}, "nodenv's shims run the Nodes under ~/.nodenv/versions"},
+	{".goenv", []string{".goenv"}, "goenv's shims run the Gos under ~/.goenv/versions"},
+	{".jenv", []string{".jenv"}, "jenv's shims"},
+	{".bun", []string{".bun"}, "Bun's binary and global packages"},
+	{".deno", []string{".deno"}, "Deno's binary and installed scripts"},
+	{".local/share/pnpm", []string{".local/share/pnpm"}, "pnpm's binary and global packages"},
+	{".npm-global", []string{".npm-global"}, "npm's global prefix, as npm's docs set it up"},
+	{".yarn/bin", []string{".yarn"}, "Yarn's global binaries link into ~/.yarn"},
+	{".poetry", []string{".poetry"}, "Poetry's installer's layout"},
+	{".pixi", []string{".pixi"}, "pixi's binary and global environments"},
+	{".ghcup", []string{".ghcup"}, "ghcup's GHC and Cabal"},
+	{".elan", []string{".elan"}, "elan's Lean toolchains"},
+	{".dotnet/tools", []string{".dotnet/tools"}, ".NET global tools"},
+	{"go/bin", []string{"go/bin"}, "binaries go install put there (statically linked)"},
+	{".local/bin", []string{".local/bin", ".local/share/pipx", ".local/pipx", ".local/lib"}, "scripts pip --user and pipx install: their packages live in ~/.local/lib and pipx's venvs"},
+	{"bin", []string{"bin"}, "your own scripts"},
+}
+
+// HomeTool is a directory of the home shown again for the tools on PATH.
+type HomeTool struct {
+	Path string
+	Why  string
+}
+
+// homeToolDirs finds, for the PATH directories inside home, what the tools
+// there need. Paths are resolved; the home itself and credential paths are
+// never shown.
+func homeToolDirs(path, home string) []HomeTool {
+	var out []HomeTool
+	seen := map[string]bool{}
+	add := func(p, why string) {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || real == home || !Within(real, home) || seen[real] || isCredential(real, home) {
+			return
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			return
+		}
+		seen[real] = true
+		out = append(out, HomeTool{Path: real, Why: why})
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		dir = filepath.Clean(dir)
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		if dir == home || !Within(dir, home) {
+			continue
+		}
+		rel, _ := filepath.Rel(home, dir)
+		matched := false
+		for _, t := range homeTools {
+			if rel == t.Under || strings.HasPrefix(rel, t.Under+"/") {
+				for _, r := range t.Roots {
+					add(filepath.Join(home, r), t.Why)
+				}
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			add(dir, "a directory on the server's PATH")
+		}
+	}
+	return out
+}
+
+// isCredential reports whether p is, or lies in, a credential path of home.
+// (A shown directory that holds one keeps it masked.)
+func isCredential(p, home string) bool {
+	for _, c := range Credentials {
+		if Within(p, filepath.Join(home, c)) {
+			return true
+		}
+	}
+	return false
+}
