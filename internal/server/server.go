@@ -303,7 +303,7 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	if n := gitRefusalNote(out.Stdout + "\n" + out.Stderr); n != "" {
+	for _, n := range h.denialNotes(out.Stdout, out.Stderr, runErr) {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
 	for _, s := range []struct{ name, text string }{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {

@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Each denial gets one note the model can act on, from a real failing
+// command; an ordinary failure gets none.
+func TestDenialNotes(t *testing.T) {
+	e := newEnv(t)
+	e.gitRepo()
+	tool := filepath.Join(e.home, "tools", "bin")
+	e.write(filepath.Join(tool, "hiddentool"), "#!/bin/sh\necho hi\n", 0o755)
+	for i, v := range e.vars {
+		if strings.HasPrefix(v, "PATH=") {
+			e.vars[i] = v + ":" + tool
+		}
+	}
+	s := e.serve("--no-home-tools")
+	for _, tt := range []struct {
+		name, script, note string
+	}{
+		{"write outside", `echo x > /etc/nsb-x`, "read-only: /etc/nsb-x is outside the workspace"},
+		{"touch outside", `touch /usr/nsb-y`, "read-only: /usr/nsb-y is outside the workspace"},
+		{"python outside", `python3 -c "open('/opt/nsb-z','w')"`, "read-only: /opt/nsb-z is outside the workspace"},
+		{"git config", `git config core.editor vi`, "git: a repository's config and hooks are read-only"},
+		{"a hook", `echo x > .git/hooks/pre-commit`, "git: a repository's config and hooks are read-only"},
+		{"home file", `cat ` + filepath.Join(e.home, "notes.txt"), "hidden: " + filepath.Join(e.home, "notes.txt") + " is in the home directory"},
+		{"program in the hidden home", `hiddentool`, "not found: hiddentool is installed in " + tool},
+		{"no network", `python3 -c "import socket; socket.getaddrinfo('example.com', 443)"`, "network: commands have no network"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := s.sh(t, tt.script)
+			if !strings.Contains(text(res), "note: "+tt.note) {
+				t.Errorf("no note %q in:\n%s", tt.note, text(res))
+			}
+		})
+	}
+	t.Run("program in the hidden home, run directly", func(t *testing.T) {
+		res, _ := s.call(t, map[string]any{"command": "hiddentool"})
+		if !strings.Contains(text(res), "not found: hiddentool is installed in "+tool) {
+			t.Errorf("%s", text(res))
+		}
+	})
+	for _, script := range []string{
+		`false`, `grep nothing /dev/null`, `echo "--- FAIL: TestX"; exit 1`, `cat missing-in-workspace`,
+		`ls /nonexistent-dir`, `test -e /etc/passwd && exit 3`, `echo "Read-only"; exit 1`,
+	} {
+		t.Run("ordinary: "+script, func(t *testing.T) {
+			res, _ := s.sh(t, script)
+			if strings.Contains(text(res), "note:") {
+				t.Errorf("an ordinary failure got a note:\n%s", text(res))
+			}
+		})
+	}
+}
