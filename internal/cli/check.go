@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,9 @@ import (
 // whether the requested policy holds: it builds the sandbox for real, runs
 // everything but a program, and says how long that took.
 func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
+	if f.json {
+		return checkJSON(f, caps, stdout, stderr)
+	}
 	fmt.Fprint(stdout, caps.Report())
 	if r := caps.Refusal(); r != nil {
 		fmt.Fprintf(stdout, "verdict       REFUSED: %s\n              fix: %s\n", r.Cause, r.Fix)
@@ -67,4 +71,62 @@ func indent(s string) string {
 		}
 	}
 	return string(out)
+}
+
+// checkReport is --check --json: the same facts, for scripts.
+type checkReport struct {
+	Capabilities sandbox.Capabilities `json:"capabilities"`
+	// Verdict is "ok", "refused" (the machine cannot hold it) or "fails"
+	// (building the sandbox failed); Reason and Fix say why.
+	Verdict string              `json:"verdict"`
+	Reason  string              `json:"reason,omitempty"`
+	Fix     string              `json:"fix,omitempty"`
+	Limits  *sandbox.Mechanisms `json:"limits,omitempty"`
+	// Policy is what the tool description tells the model.
+	Policy      string            `json:"policy,omitempty"`
+	HomeTools   []policy.HomeTool `json:"home_tools,omitempty"`
+	PrivateHome string            `json:"private_home,omitempty"`
+	DryRunMS    float64           `json:"dry_run_ms,omitempty"`
+}
+
+func checkJSON(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
+	rep := checkReport{Capabilities: caps, Verdict: "ok"}
+	code := exitOK
+	emit := func() int {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+		return code
+	}
+	if r := caps.Refusal(); r != nil {
+		rep.Verdict, rep.Reason, rep.Fix = "refused", r.Cause, r.Fix
+		code = exitRuntime
+		return emit()
+	}
+	if f.workspace == "" {
+		return emit()
+	}
+	pol, err := buildPolicy(f, false)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	began := time.Now()
+	sb, err := sandbox.New(pol, caps)
+	if err == nil {
+		err = sb.DryRun()
+	}
+	if err != nil {
+		pol.Discard()
+		if fe := (*policy.FlagError)(nil); errors.As(err, &fe) {
+			return fail(stderr, err)
+		}
+		rep.Verdict, rep.Reason, code = "fails", err.Error(), exitRuntime
+		if r, ok := err.(*sandbox.Refusal); ok {
+			rep.Verdict, rep.Reason, rep.Fix = "refused", r.Cause, r.Fix
+		}
+		return emit()
+	}
+	m := sb.Mechanisms()
+	rep.Limits, rep.Policy, rep.HomeTools, rep.PrivateHome = &m, pol.Describe(), pol.HomeTools, pol.PrivateHome
+	rep.DryRunMS = float64(time.Since(began).Microseconds()) / 1000
+	return emit()
 }

@@ -66,6 +66,8 @@ type flags struct {
 	// --max-processes asks, or is empty (set by buildPolicy).
 	processCap string
 	check      bool
+	json       bool
+	logFile    string
 	version    bool
 	help       bool
 	set        *pflag.FlagSet
@@ -104,6 +106,8 @@ func newFlags() *flags {
 	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "not available yet")
 	fs.MarkHidden("allow-net")
 	fs.BoolVar(&f.check, "check", false, "say what this machine enforces and whether the policy holds, then exit (0 only if it holds)")
+	fs.BoolVar(&f.json, "json", false, "with --check: print it as one JSON object, for scripts")
+	fs.StringVar(&f.logFile, "log-file", "", "append one JSON line per call to this `FILE` (what ran and how it ended; never its input or output); outside the workspace and the --writable paths")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.BoolVarP(&f.help, "help", "h", false, "print this help and exit")
 	return f
@@ -177,6 +181,9 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	} else if len(f.set.Args()) > 0 {
 		return fail(stderr, &usageError{msg: fmt.Sprintf("unexpected argument %q", f.set.Args()[0]), hint: "to run one command, put it after --: " + name + " --workspace DIR -- CMD [ARG...]"})
 	}
+	if f.json && !f.check {
+		return fail(stderr, &usageError{msg: "--json goes with --check", hint: "run " + name + " --check --json [--workspace DIR]"})
+	}
 	if f.check && command != nil {
 		return fail(stderr, &usageError{msg: "--check runs no command", hint: "drop --check, or the command after --"})
 	}
@@ -198,6 +205,12 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	if err != nil {
 		return fail(stderr, err)
 	}
+	audit, closeAudit, err := openAudit(f.logFile, pol)
+	if err != nil {
+		pol.Discard()
+		return fail(stderr, err)
+	}
+	defer closeAudit()
 	sb, err := sandbox.New(pol, caps)
 	if err != nil {
 		pol.Discard()
@@ -210,9 +223,10 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		}
 	}
 	if command != nil {
-		return runOnce(ctx, sb, pol, command, stdin, stdout, stderr)
+		return runOnce(ctx, sb, pol, audit, command, stdin, stdout, stderr)
 	}
-	return serve(ctx, sb, pol, version, stdin, stdout, stderr)
+	fmt.Fprintf(stderr, "%s: %s\n", name, summary(pol))
+	return serve(ctx, sb, pol, version, audit, stdin, stdout, stderr)
 }
 
 // delegate gets the server a delegated cgroup v2 from systemd, where it has
@@ -349,7 +363,7 @@ func fail(stderr io.Writer, err error) int {
 
 // runOnce runs one command in the sandbox with the terminal's stdio and
 // exits with its status. Signals to this process are passed on to it.
-func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, command []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, audit *server.Audit, command []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
@@ -367,6 +381,12 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, comma
 	for _, n := range res.Notes {
 		fmt.Fprintf(stderr, "%s: note: %s\n", name, n)
 	}
+	entry := server.AuditEntry{Command: command[0], Args: command[1:], ExitCode: res.ExitCode, Signal: res.Signal,
+		TimedOut: res.TimedOut, DurationMS: res.Duration.Milliseconds(), Limit: res.Limit, Notes: res.Notes}
+	if err != nil {
+		entry.ExitCode, entry.Error = -1, err.Error()
+	}
+	audit.Record(entry)
 	var se *sandbox.StartError
 	var setup *sandbox.SetupError
 	switch {
@@ -399,12 +419,12 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, comma
 
 // serve speaks MCP on stdin and stdout until stdin ends or a signal asks to
 // stop, then kills every running command before returning.
-func serve(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version string, stdin io.Reader, stdout, stderr io.Writer) int {
+func serve(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, version string, audit *server.Audit, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	sb.KeepSpare()
 	defer sb.Close()
-	if err := server.Serve(ctx, sb, pol, version, stdin, stdout, stderr); err != nil {
+	if err := server.Serve(ctx, sb, pol, version, audit, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "%s: error: %s\n", name, err)
 		return exitRuntime
 	}

@@ -52,8 +52,8 @@ var homeTools = []homeTool{
 
 // HomeTool is a directory of the home shown again for the tools on PATH.
 type HomeTool struct {
-	Path string
-	Why  string
+	Path string `json:"path"`
+	Why  string `json:"why"`
 }
 
 // homeToolDirs finds, for the PATH directories inside home, what the tools

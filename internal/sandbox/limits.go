@@ -21,7 +21,12 @@ const (
 
 // Mechanisms says what holds each limit on this machine.
 type Mechanisms struct {
-	Memory, Processes, FileSize, Tmp, CPUTime, CPUs Mechanism
+	Memory    Mechanism `json:"memory"`
+	Processes Mechanism `json:"processes"`
+	FileSize  Mechanism `json:"file_size"`
+	Tmp       Mechanism `json:"tmp"`
+	CPUTime   Mechanism `json:"cpu_time"`
+	CPUs      Mechanism `json:"cpus"`
 }
 
 // usesCgroup reports whether any limit is held by a cgroup.

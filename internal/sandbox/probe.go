@@ -9,30 +9,33 @@ import (
 
 // Capabilities is what this machine can enforce, found once at start.
 type Capabilities struct {
-	OS, Arch string
-	Kernel   string // kernel release, where there is one
+	OS     string `json:"os"`
+	Arch   string `json:"arch"`
+	Kernel string `json:"kernel,omitempty"` // kernel release, where there is one
 	// LandlockABI is the Landlock ABI version; 0 if Landlock is missing
 	// (Linux only).
-	LandlockABI int
+	LandlockABI int `json:"landlock_abi"`
 	// UserNS is empty when user namespaces can be created, else why not;
 	// UserNSFix says how to allow them (Linux only).
-	UserNS, UserNSFix string
+	UserNS    string `json:"user_ns_unavailable,omitempty"`
+	UserNSFix string `json:"user_ns_fix,omitempty"`
 	// Seccomp is empty when seccomp filters are available, else why not.
-	Seccomp string
+	Seccomp string `json:"seccomp_unavailable,omitempty"`
 	// Cgroup is the server's delegated cgroup v2 directory, where commands
 	// get their own cgroups; empty if there is none, and CgroupWhy says
 	// why. CgroupCPU reports the cpu controller there.
-	Cgroup, CgroupWhy string
-	CgroupCPU         bool
+	Cgroup    string `json:"cgroup,omitempty"`
+	CgroupWhy string `json:"cgroup_unavailable,omitempty"`
+	CgroupCPU bool   `json:"cgroup_cpu"`
 	// CgroupScope names the systemd manager that started a scope for the
 	// server ([JoinScope]), where Cgroup is; empty if none did.
-	CgroupScope string
+	CgroupScope string `json:"cgroup_scope,omitempty"`
 	// PidNSMax reports a per-namespace pid_max (Linux 6.14+), which limits
 	// processes where RLIMIT_NPROC cannot (a root caller).
-	PidNSMax bool
+	PidNSMax bool `json:"pid_ns_max"`
 	// Identity says whom commands run as on the host; empty where it is
 	// not known.
-	Identity string
+	Identity string `json:"identity,omitempty"`
 }
 
 // Probe finds what this machine can enforce, proving by trying what only a

@@ -275,7 +275,7 @@ func startSession(t testing.TB, serve bool, log io.Writer) *session {
 	go func() {
 		var err error
 		if serve {
-			err = Serve(context.Background(), unreachable(t), stubPolicy(), "test", inR, outW, log)
+			err = Serve(context.Background(), unreachable(t), stubPolicy(), "test", nil, inR, outW, log)
 		} else {
 			cancelled, cancel := context.WithCancel(context.Background())
 			cancel()

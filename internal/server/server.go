@@ -41,6 +41,7 @@ type handler struct {
 	shutdown context.Context
 	running  sync.WaitGroup
 	log      *slog.Logger
+	audit    *Audit // nil: no --log-file
 }
 
 // New returns the MCP server with its one tool. Calls end when ctx does,
@@ -63,11 +64,13 @@ func New(ctx context.Context, sb Runner, pol *policy.Policy, version string, log
 
 // Serve speaks MCP over stdin and stdout until stdin ends or ctx is done,
 // then kills every running command and waits, briefly, for their results.
-func Serve(ctx context.Context, sb Runner, pol *policy.Policy, version string, stdin io.Reader, stdout, stderr io.Writer) error {
+// If audit is not nil, every call is recorded there.
+func Serve(ctx context.Context, sb Runner, pol *policy.Policy, version string, audit *Audit, stdin io.Reader, stdout, stderr io.Writer) error {
 	log := slog.New(quietShutdown{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	shutdownCtx, shutdown := context.WithCancel(ctx)
 	defer shutdown()
 	s, h := New(shutdownCtx, sb, pol, version, log)
+	h.audit = audit
 	in, out := newFraming(stdin, stdout, log) // the SDK ends the session on a malformed line
 	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
 	err := s.Run(shutdownCtx, t)
@@ -161,6 +164,7 @@ func (h *handler) runCommand(ctx context.Context, req *mcp.CallToolRequest, in r
 		stdin = *in.Stdin
 	}
 	if err := h.pol.Check(in.Command, in.Args, stdin); err != nil {
+		h.audit.Record(AuditEntry{Command: in.Command, Args: in.Args, ExitCode: -1, Error: err.Error()})
 		return failure(err.Error(), 0)
 	}
 
@@ -186,7 +190,19 @@ func (h *handler) runCommand(ctx context.Context, req *mcp.CallToolRequest, in r
 	stopProgress := h.progress(ctx, req, stdout, stderr)
 	r, runErr := h.sb.Run(ctx, cmd)
 	stopProgress()
-	return h.result(r, runErr, stdout, stderr)
+	res, out = h.result(r, runErr, stdout, stderr)
+	if h.audit != nil {
+		outBytes, errBytes := stdout.Total(), stderr.Total()
+		e := AuditEntry{Command: in.Command, Args: in.Args, ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut,
+			DurationMS: out.DurationMS, StdoutBytes: &outBytes, StderrBytes: &errBytes, Limit: r.Limit, Error: out.Error}
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				e.Notes = notesOf(tc.Text)
+			}
+		}
+		h.audit.Record(e)
+	}
+	return res, out
 }
 
 // progress sends a notification about once a second while the command runs,

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// --log-file: one JSON line per call, what ran and how it ended, never its
+// input or output; a log commands could write, or none at all, is refused
+// at start.
+func TestAuditLog(t *testing.T) {
+	e := newEnv(t)
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	s := e.serve("--log-file", log)
+	s.call(t, map[string]any{"command": "sh", "args": []string{"-c", "printf '%s%s\\n' SECRET OUTPUT; echo ERR >&2; exit 3"}, "stdin": "STDIN-NOT-LOGGED"})
+	s.call(t, map[string]any{"command": "true"})
+	s.sh(t, "echo x > /etc/nsb-audit")
+	s.Close()
+	s.cmd.Wait()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "NOT-LOGGED") || strings.Contains(string(b), "SECRETOUTPUT") {
+		t.Errorf("the log holds input or output:\n%s", b)
+	}
+	var lines []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("a line is not JSON: %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3:\n%s", len(lines), b)
+	}
+	if lines[0]["command"] != "sh" || lines[0]["exit_code"] != 3.0 || lines[0]["stdout_bytes"] != 13.0 || lines[0]["stderr_bytes"] != 4.0 {
+		t.Errorf("first line: %v", lines[0])
+	}
+	if lines[1]["command"] != "true" || lines[1]["exit_code"] != 0.0 {
+		t.Errorf("second line: %v", lines[1])
+	}
+	if notes, _ := lines[2]["notes"].([]any); len(notes) == 0 {
+		t.Errorf("third line has no notes: %v", lines[2])
+	}
+	if !strings.Contains(s.stderr.String(), "nanosandbox-mcp: serving; writable: "+e.ws) {
+		t.Errorf("no one-line summary on stderr at start: %q", s.stderr.String())
+	}
+	for _, bad := range []string{filepath.Join(e.ws, "log.jsonl"), filepath.Join(t.TempDir(), "no", "such", "dir", "log")} {
+		_, stderr, code := e.runRaw("--workspace", e.ws, "--log-file", bad, "--", "true")
+		if code != 2 || !strings.Contains(stderr, "error: --log-file") || !strings.Contains(stderr, "hint:") {
+			t.Errorf("--log-file %s: exit %d %q", bad, code, stderr)
+		}
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	e := newEnv(t)
+	out, stderr, code := e.runRaw("--check", "--json", "--workspace", e.ws)
+	var rep struct {
+		Capabilities struct {
+			OS string `json:"os"`
+		} `json:"capabilities"`
+		Verdict string            `json:"verdict"`
+		Limits  map[string]string `json:"limits"`
+		Policy  string            `json:"policy"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v:\n%s%s", code, err, out, stderr)
+	}
+	if rep.Verdict != "ok" || rep.Capabilities.OS != "linux" || rep.Limits["memory"] == "" || !strings.Contains(rep.Policy, e.ws) {
+		t.Errorf("%+v", rep)
+	}
+	if _, stderr, code := e.runRaw("--json", "--workspace", e.ws); code != 2 || !strings.Contains(stderr, "--json goes with --check") {
+		t.Errorf("--json alone: exit %d %q", code, stderr)
+	}
+}
