@@ -35,7 +35,11 @@ func (p *Policy) Describe() string {
 	if len(tools) > 0 {
 		fmt.Fprintf(&b, "Shown read-only from the home for the tools on PATH: %s. ", strings.Join(tools, ", "))
 	}
-	b.WriteString("The rest of the system is read-only; the home directory, credentials and host /tmp are hidden, and .git hooks and config are read-only.\n")
+	b.WriteString("The rest of the system is read-only; the home directory, credentials and host /tmp are hidden, and .git hooks and config are read-only.")
+	if p.PrivateHome != "" {
+		b.WriteString(" HOME is a private directory kept for this workspace, not the user's home: what is written there stays there.")
+	}
+	b.WriteString("\n")
 
 	b.WriteString("No network. ")
 	if p.Timeout > 0 {
