@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,4 +49,43 @@ func TestHomeToolsRunInside(t *testing.T) {
 	}
 	// Off by name: then they are hidden like the rest.
 	e.mustDeny([]string{"--no-home-tools"}, "py")
+}
+
+// A real pyenv, cloned from a local checkout, with a version whose python
+// is a script: its shim runs inside with no flag, through pyenv's own
+// scripts, as the user's does outside.
+func TestHomeToolsRealPyenv(t *testing.T) {
+	src := os.Getenv("NANOSANDBOX_PYENV_SRC")
+	for _, c := range []string{src, filepath.Join(os.Getenv("HOME"), ".pyenv"), "/root/.pyenv"} {
+		if c != "" {
+			if _, err := os.Stat(filepath.Join(c, "libexec", "pyenv")); err == nil {
+				src = c
+				break
+			}
+		}
+	}
+	if src == "" {
+		t.Skip("needs a pyenv checkout to clone (NANOSANDBOX_PYENV_SRC, ~/.pyenv or /root/.pyenv)")
+	}
+	e := newEnv(t)
+	root := filepath.Join(e.home, ".pyenv")
+	if out, err := exec.Command("git", "clone", "-q", "--depth", "1", "file://"+src, root).CombinedOutput(); err != nil {
+		t.Skipf("cannot clone the pyenv checkout at %s: %v %s", src, err, out)
+	}
+	e.write(filepath.Join(root, "versions/3.99.0/bin/python3"), "#!/bin/sh\necho \"pyenv's python3 $*\"\n", 0o755)
+	pyenv := exec.Command(filepath.Join(root, "bin", "pyenv"), "rehash")
+	pyenv.Env = append(append([]string(nil), e.vars...), "PYENV_ROOT="+root)
+	if out, err := pyenv.CombinedOutput(); err != nil {
+		t.Fatalf("pyenv rehash: %v %s", err, out)
+	}
+	e.write(filepath.Join(root, "version"), "3.99.0\n", 0o644)
+	for i, v := range e.vars {
+		if strings.HasPrefix(v, "PATH=") {
+			e.vars[i] = "PATH=" + root + "/shims:" + root + "/bin:" + strings.TrimPrefix(v, "PATH=")
+		}
+	}
+	out := e.mustAllow(nil, `python3 -V; pyenv version-name`)
+	if out != "pyenv's python3 -V\n3.99.0\n" {
+		t.Errorf("pyenv inside:\n%s", out)
+	}
 }
