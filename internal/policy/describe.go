@@ -41,7 +41,7 @@ func (p *Policy) Describe() string {
 	}
 	b.WriteString("\n")
 
-	b.WriteString("No network. ")
+	b.WriteString(p.describeNetwork() + " ")
 	if p.Timeout > 0 {
 		fmt.Fprintf(&b, "Each call is killed after %s", p.Timeout)
 	} else {
@@ -76,4 +76,47 @@ func (l Limits) describe() string {
 		parts = append(parts, fmt.Sprintf("%g CPUs", l.CPUs))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// describeNetwork says in a sentence what commands can reach.
+func (p *Policy) describeNetwork() string {
+	switch {
+	case p.HostNetwork:
+		return "Network: the host's, open to every host and port (--host-network); host unix sockets stay hidden."
+	case len(p.AllowNet) > 0:
+		return "Network: HTTP(S) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to " + describeHosts(p.AllowNet) +
+			"; any other host gets 403 from the proxy, and connections that bypass it fail."
+	}
+	return "No network."
+}
+
+// DescribeNetwork tells the person starting the server what commands can
+// reach, one destination a line, with why a preset lists it.
+func (p *Policy) DescribeNetwork() string {
+	switch {
+	case p.HostNetwork:
+		return "the host's (--host-network): every host and port, the host's loopback included; host unix sockets stay hidden"
+	case len(p.AllowNet) == 0:
+		return "none: own network namespace, loopback only"
+	}
+	var b strings.Builder
+	b.WriteString("HTTP(S) through the server's proxy, to these only:")
+	width := 0
+	for _, h := range p.AllowNet {
+		width = max(width, len(h.String()))
+	}
+	for _, h := range p.AllowNet {
+		why := "ports 80 and 443"
+		switch {
+		case h.Preset != "":
+			why = h.Preset + ": " + presetWhy(h)
+		case h.Port != 0:
+			why = "port " + fmt.Sprint(h.Port)
+		}
+		if h.Pattern() {
+			why += "; every name below " + h.Name[2:] + ", none resolving to a private address"
+		}
+		fmt.Fprintf(&b, "\n  %-*s  %s", width, h.String(), why)
+	}
+	return b.String()
 }

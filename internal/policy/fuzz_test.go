@@ -66,3 +66,30 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHost: ParseHost never panics; what it accepts reads back the
+// same from its String, and allows only names NormalHost accepts.
+func FuzzParseHost(f *testing.F) {
+	for _, s := range []string{"example.com", "*.example.com:8443", "[::1]:80", "::1", "127.0.0.1:8080", "127.1", "0x7f.1", "a..b", "*", "@npm", "EXAMPLE.com.", "[::1", "fe80::1%lo"} {
+		f.Add(s, "www.example.com", 443)
+	}
+	f.Fuzz(func(t *testing.T, raw, name string, port int) {
+		h, err := ParseHost(raw)
+		if err != nil {
+			var fe *FlagError
+			if !errors.As(err, &fe) {
+				t.Fatalf("got a %T, want *FlagError: %v", err, err)
+			}
+			return
+		}
+		again, err := ParseHost(h.String())
+		if err != nil || again != h {
+			t.Fatalf("%q: String %q reads back as %+v, %v; want %+v", raw, h.String(), again, err, h)
+		}
+		if m, ok := MatchHost([]Host{h}, name, port); ok {
+			if _, err := NormalHost(name); err != nil || m != h {
+				t.Fatalf("%+v allows %q:%d, which NormalHost refuses (%v)", h, name, port, err)
+			}
+		}
+	})
+}

@@ -53,6 +53,11 @@ type Options struct {
 	ReadOnly  []string // --read-only, in flag order
 	Writable  []string // --writable, in flag order
 	Env       []string // --env NAME or NAME=VALUE
+	// AllowNet holds the --allow-net values: HOST[:PORT], *.DOMAIN[:PORT]
+	// or a preset (@npm). If empty, commands reach no host.
+	AllowNet []string
+	// HostNetwork shares the host's network with commands (--host-network).
+	HostNetwork bool
 
 	// Timeout is the wall-clock limit of one command. If zero, DefaultTimeout
 	// applies; NoTimeout lifts it.
@@ -122,6 +127,14 @@ type Policy struct {
 	// for the tools on PATH (also among Grants, with Flag "home tools").
 	HomeTools []HomeTool
 
+	// AllowNet is what commands may reach through the server's proxy, in
+	// flag order with presets expanded, each destination once; if empty,
+	// nothing.
+	AllowNet []Host
+	// HostNetwork is set when commands share the host's network; AllowNet
+	// is then empty.
+	HostNetwork bool
+
 	Timeout        time.Duration // zero means none
 	MaxOutputBytes int
 	MaxConcurrent  int
@@ -178,6 +191,12 @@ func New(o Options) (*Policy, error) {
 	case o.MaxConcurrent < 1 || o.MaxConcurrent > MaxMaxConcurrent:
 		return nil, &FlagError{Flag: "--max-concurrent", Value: fmt.Sprint(o.MaxConcurrent), Err: "out of range", Hint: fmt.Sprintf("pass a number from 1 to %d", MaxMaxConcurrent)}
 	}
+
+	allow, err := ParseNetwork(o.AllowNet, o.HostNetwork)
+	if err != nil {
+		return nil, err
+	}
+	p.AllowNet, p.HostNetwork = allow, o.HostNetwork
 
 	if o.Workspace == "" {
 		return nil, &FlagError{Flag: "--workspace", Err: "is required", Hint: "pass the project directory commands may work in, for example --workspace ."}
