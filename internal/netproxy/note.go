@@ -1,0 +1,33 @@
+package netproxy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// maxNoted is how many refusals one note names.
+const maxNoted = 10
+
+// Note is the line a tool result adds when the proxy refused destinations
+// during the call, so the model learns that the sandbox, not the internet,
+// said no; empty if it refused none.
+func Note(refused []Refusal) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	var dests, flags []string
+	seen := map[string]bool{}
+	for i, r := range refused {
+		if i == maxNoted {
+			dests = append(dests, fmt.Sprintf("and %d more", len(refused)-maxNoted))
+			break
+		}
+		dests = append(dests, r.Dest+" ("+r.Why+")")
+		if !seen[r.Allow] {
+			seen[r.Allow] = true
+			flags = append(flags, "--allow-net "+r.Allow)
+		}
+	}
+	return "network: the sandbox refused " + strings.Join(dests, ", ") +
+		"; only what the server was started with --allow-net can be reached; to allow these, ask the user to restart it with " + strings.Join(flags, " ")
+}

@@ -1,0 +1,455 @@
+package netproxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+)
+
+const (
+	// dialTimeout bounds one connection attempt from the host, and
+	// lookupTimeout one name lookup.
+	dialTimeout   = 10 * time.Second
+	lookupTimeout = 10 * time.Second
+	// maxConns bounds the connections one call holds open through the
+	// proxy at once, each two descriptors in the server; more wait to be
+	// accepted.
+	maxConns = 256
+	// readHeaderTimeout bounds how long a client may take to send a
+	// request's headers.
+	readHeaderTimeout = 30 * time.Second
+)
+
+// Proxy is the proxy of one call. Set its fields, then call Serve once; the
+// zero value refuses everything.
+type Proxy struct {
+	// Allow lists the destinations commands may reach. If empty, every
+	// request is refused.
+	Allow []policy.Host
+	// Lookup resolves a host name. If nil, net.DefaultResolver's
+	// LookupNetIP with "ip" is used.
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Dial connects to an address ("192.0.2.1:443") that Serve checked.
+	// If nil, a net.Dialer with a timeout of dialTimeout is used.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+
+	mu       sync.Mutex
+	closed   bool
+	tunnels  map[net.Conn]struct{} // hijacked connections, both ends of each tunnel
+	refused  map[string]Refusal    // by destination
+	handlers sync.WaitGroup
+}
+
+// Refusal is one destination the proxy refused.
+type Refusal struct {
+	Dest string // "example.com:443"
+	Why  string // "not in --allow-net", "resolves to 10.0.0.1, a private address"
+	// Allow is the --allow-net value that would allow Dest.
+	Allow string
+}
+
+// Serve accepts connections on l until ctx is done, then closes l and every
+// connection it accepted or made, and returns once every request has
+// finished. It returns nil when ctx ended it, or the error that stopped l.
+func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	transport := &http.Transport{
+		Proxy:               nil, // never the server's own HTTP_PROXY: this is the last hop
+		DialContext:         p.dialForward,
+		DisableCompression:  true, // pass bodies through as they come
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	defer transport.CloseIdleConnections()
+	forward := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.Out.Host = r.Out.URL.Host // the header names what was dialled
+		},
+		Transport:     transport,
+		FlushInterval: -1, // stream: flush every write
+		ErrorHandler:  p.forwardError,
+		ErrorLog:      log.New(io.Discard, "", 0),
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !p.enter() {
+				return
+			}
+			defer p.handlers.Done()
+			switch {
+			case r.Method == http.MethodConnect:
+				p.connect(w, r)
+			case r.URL.IsAbs():
+				p.forward(w, r, forward)
+			default:
+				http.Error(w, "nanosandbox-mcp: this is the sandbox's HTTP proxy: send CONNECT or an absolute URL (set HTTP_PROXY and HTTPS_PROXY to it)", http.StatusBadRequest)
+			}
+		}),
+		ReadHeaderTimeout: readHeaderTimeout,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(&limitListener{Listener: l, slots: make(chan struct{}, maxConns)}) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.tunnels {
+		c.Close()
+	}
+	p.mu.Unlock()
+	cancel() // requests in flight, their upstream dials and upgraded connections
+	srv.Close()
+	p.handlers.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// enter counts a request in, unless the proxy is closing.
+func (p *Proxy) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.handlers.Add(1)
+	return true
+}
+
+// track keeps c to be closed when the call ends; false if it has ended.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	if p.tunnels == nil {
+		p.tunnels = map[net.Conn]struct{}{}
+	}
+	p.tunnels[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.tunnels, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+// Refused returns the destinations refused so far, sorted.
+func (p *Proxy) Refused() []Refusal {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Refusal, 0, len(p.refused))
+	for _, r := range p.refused {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Dest < out[j].Dest })
+	return out
+}
+
+// refusedError is a destination the policy does not allow.
+type refusedError struct{ Refusal }
+
+func (e *refusedError) Error() string { return e.Dest + ": " + e.Why }
+
+// refuse records a refusal of host on port and returns it as an error.
+func (p *Proxy) refuse(host string, port int, why string) error {
+	r := Refusal{Dest: joinHostPort(host, port), Why: why, Allow: host}
+	if port != 80 && port != 443 {
+		r.Allow = r.Dest
+	} else if strings.Contains(host, ":") {
+		r.Allow = host
+	}
+	p.mu.Lock()
+	if p.refused == nil {
+		p.refused = map[string]Refusal{}
+	}
+	if _, ok := p.refused[r.Dest]; !ok {
+		p.refused[r.Dest] = r
+	}
+	p.mu.Unlock()
+	return &refusedError{r}
+}
+
+// open checks host and port against the allow-list, resolves host, checks
+// every address, and connects to one of them.
+func (p *Proxy) open(ctx context.Context, host string, port int) (net.Conn, error) {
+	rule, ok := policy.MatchHost(p.Allow, host, port)
+	if !ok {
+		return nil, p.refuse(host, port, "not in --allow-net")
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		lookup := p.Lookup
+		if lookup == nil {
+			lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			}
+		}
+		lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+		addrs, err = lookup(lctx, host)
+		cancel()
+		if err == nil && len(addrs) == 0 {
+			err = errors.New("no address")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot resolve %s from the host: %w", host, err)
+		}
+	}
+	if !rule.Internal() {
+		for _, a := range addrs {
+			if kind := internal(a); kind != "" {
+				return nil, p.refuse(host, port, fmt.Sprintf("resolves to %s, a %s address; only a host listed by its exact name may", a.Unmap(), kind))
+			}
+		}
+	}
+	dial := p.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: dialTimeout}).DialContext
+	}
+	var errs []error
+	for _, a := range addrs {
+		c, err := dial(ctx, "tcp", netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("cannot connect to %s from the host: %w", joinHostPort(host, port), errors.Join(errs...))
+}
+
+// connect serves CONNECT host:port: a tunnel, once the destination is
+// allowed and connected.
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	host, port, err := splitTarget(r.URL.Host, 0)
+	if err != nil {
+		http.Error(w, "nanosandbox-mcp: bad CONNECT target "+strconv.Quote(r.URL.Host)+": "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	up, err := p.open(r.Context(), host, port)
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	if !p.track(up) {
+		up.Close()
+		return
+	}
+	defer p.untrack(up)
+	client, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, "nanosandbox-mcp: cannot take over the connection", http.StatusInternalServerError)
+		return
+	}
+	if !p.track(client) {
+		client.Close()
+		return
+	}
+	defer p.untrack(client)
+	if _, err := brw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	pipe(client, brw.Reader, up)
+}
+
+// pipe copies both ways between the client (read through br, which holds
+// what it sent after its request) and up, passing each end-of-stream on,
+// until both directions end or a connection is closed.
+func pipe(client net.Conn, br *bufio.Reader, up net.Conn) {
+	done := make(chan struct{})
+	go func() {
+		io.Copy(up, br)
+		closeWrite(up)
+		close(done)
+	}()
+	io.Copy(client, up)
+	closeWrite(client)
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		c.Close()
+	}
+}
+
+// forward serves an absolute-form request, http:// only.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rp *httputil.ReverseProxy) {
+	if r.URL.Scheme != "http" {
+		http.Error(w, "nanosandbox-mcp: the sandbox's proxy forwards http:// URLs; for "+r.URL.Scheme+":// send CONNECT (HTTPS_PROXY does)", http.StatusBadRequest)
+		return
+	}
+	host, port, err := splitTarget(r.URL.Host, 80)
+	if err != nil {
+		http.Error(w, "nanosandbox-mcp: bad host "+strconv.Quote(r.URL.Host)+": "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	// Refuse before anything else is read; dialForward checks again, with
+	// the addresses.
+	if _, ok := policy.MatchHost(p.Allow, host, port); !ok {
+		p.fail(w, p.refuse(host, port, "not in --allow-net"))
+		return
+	}
+	r.URL.Host = joinHostPort(host, port)
+	if port == 80 {
+		r.URL.Host = strings.TrimSuffix(r.URL.Host, ":80")
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// dialForward is the forwarding transport's dialer: every connection it
+// makes is checked as a tunnel is.
+func (p *Proxy) dialForward(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := splitTarget(addr, 0)
+	if err != nil {
+		return nil, err
+	}
+	return p.open(ctx, host, port)
+}
+
+func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the call ended, or the client went away
+	}
+	p.fail(w, err)
+}
+
+// fail answers a request the proxy could not carry out: 403 for a refusal,
+// 502 for a destination that could not be reached.
+func (p *Proxy) fail(w http.ResponseWriter, err error) {
+	var re *refusedError
+	if !errors.As(err, &re) {
+		http.Error(w, "nanosandbox-mcp: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	body := fmt.Sprintf("nanosandbox-mcp: the sandbox refused %s: %s\n"+
+		"To allow it, the server must be started with --allow-net %s\n", re.Dest, re.Why, re.Allow)
+	// The reason phrase says it too: clients that show no body (on CONNECT,
+	// most of them) show the status line.
+	status := fmt.Sprintf("HTTP/1.1 403 Forbidden by the nanosandbox-mcp sandbox: %s: %s; to allow it: --allow-net %s\r\n", re.Dest, re.Why, re.Allow)
+	c, brw, herr := http.NewResponseController(w).Hijack()
+	if herr != nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, body)
+		return
+	}
+	defer c.Close()
+	fmt.Fprintf(brw, "%sContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, len(body), body)
+	brw.Flush()
+}
+
+// splitTarget reads "host:port" as CONNECT and URLs give it, or "host"
+// alone when defaultPort is not zero, and returns the host as
+// policy.NormalHost gives it.
+func splitTarget(hostport string, defaultPort int) (string, int, error) {
+	host, portText := hostport, ""
+	hasPort := false
+	switch {
+	case strings.HasPrefix(hostport, "["):
+		hasPort = !strings.HasSuffix(hostport, "]")
+	case strings.Count(hostport, ":") == 1:
+		hasPort = true
+	case strings.Count(hostport, ":") > 1:
+		return "", 0, errors.New("an IPv6 address must be in brackets")
+	}
+	if hasPort {
+		var err error
+		host, portText, err = net.SplitHostPort(hostport)
+		if err != nil {
+			return "", 0, errors.New("not host:port")
+		}
+	} else {
+		if defaultPort == 0 {
+			return "", 0, errors.New("no port")
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.HasPrefix(hostport, "[") != strings.Contains(host, ":") {
+		return "", 0, errors.New("brackets hold an IPv6 address, and only one")
+	}
+	port := defaultPort
+	if hasPort {
+		n, err := strconv.Atoi(portText)
+		if err != nil || n < 1 || n > 65535 || portText[0] < '0' || portText[0] > '9' {
+			return "", 0, errors.New("not a port")
+		}
+		port = n
+	}
+	name, err := policy.NormalHost(host)
+	if err != nil {
+		return "", 0, err
+	}
+	return name, port, nil
+}
+
+func joinHostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// limitListener holds at most cap(slots) connections open at once.
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	l.slots <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+}
+
+type limitConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	c.release()
+	return c.Conn.Close()
+}
+
+// CloseWrite passes an end of stream on, where the connection can.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Close()
+}
