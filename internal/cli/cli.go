@@ -62,6 +62,7 @@ type flags struct {
 	stayInCgroup  bool
 	noHomeTools   bool
 	allowNet      []string
+	hostNetwork   bool
 	// processCap says why commands get fewer processes than
 	// --max-processes asks, or is empty (set by buildPolicy).
 	processCap string
@@ -100,11 +101,12 @@ func newFlags() *flags {
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth of one command, in CPUs (1.5 = one and a half); 0 for none (needs a delegated cgroup v2)")
 	fs.BoolVar(&f.noHomeTools, "no-home-tools", false, "keep the home's tool directories hidden too; by default those on PATH (pyenv, nvm, rustup, ~/.local/bin...) are shown read-only, credentials inside still masked")
 	fs.BoolVar(&f.stayInCgroup, "stay-in-cgroup", false, "keep the server in the cgroup it was started in, rather than ask systemd for a delegated cgroup v2 scope of its own (without one, memory is limited per process)")
-	// DESIGN.md names --allow-net (HTTP(S) to listed hosts through a proxy
-	// the server runs); until that proxy exists the flag is refused with
-	// its own message, not as an unknown flag.
-	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "not available yet")
+	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "let commands reach HOST[:PORT] over HTTP(S) through the server's proxy; without a port, 80 and 443; *.example.com for every name below it; presets "+strings.Join(policy.PresetNames(), ", ")+" (repeatable)")
+	fs.BoolVar(&f.hostNetwork, "host-network", false, "share the host's network with commands: every host and port, the host's loopback included (host unix sockets stay hidden)")
+	// TODO(#12): shown once the sandbox carries them; until then they are
+	// checked, described by --check, and refused (see refuseNetwork).
 	fs.MarkHidden("allow-net")
+	fs.MarkHidden("host-network")
 	fs.BoolVar(&f.check, "check", false, "say what this machine enforces and whether the policy holds, then exit (0 only if it holds)")
 	fs.BoolVar(&f.json, "json", false, "with --check: print it as one JSON object, for scripts")
 	fs.StringVar(&f.logFile, "log-file", "", "append one JSON line per call to this `FILE` (what ran and how it ended; never its input or output); outside the workspace and the --writable paths")
@@ -129,10 +131,9 @@ func (s *sizeValue) Set(v string) error {
 
 // setFlag sets one flag from the command line, keeping the value as typed.
 // A flag that needs a value and is given "--" took the separator for it:
-// the value was forgotten ("--allow-net", which says it is unavailable
-// whatever its value, aside).
+// the value was forgotten.
 func (f *flags) setFlag(fl *pflag.Flag, value string) error {
-	if value == "--" && fl.NoOptDefVal == "" && fl.Name != "allow-net" {
+	if value == "--" && fl.NoOptDefVal == "" {
 		return &usageError{
 			msg:  fmt.Sprintf("--%s needs a value, and got the -- that ends the options", fl.Name),
 			hint: fmt.Sprintf("give it one: --%s VALUE ... -- CMD [ARG...]", fl.Name),
@@ -164,10 +165,9 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		fmt.Fprintf(stdout, "%s %s\n", name, version)
 		return exitOK
 	}
-	// Before the arguments are checked: --allow-net took the -- of
-	// "--allow-net -- CMD" as its value, leaving CMD a stray argument.
-	if len(f.allowNet) > 0 {
-		return fail(stderr, &usageError{msg: "--allow-net is not available yet: commands have no network at all", hint: "drop --allow-net, and fetch what commands need before serving (into the workspace or a --read-only path)"})
+	// Before anything is probed: a bad value is the quickest thing to say.
+	if _, err := policy.ParseNetwork(f.allowNet, f.hostNetwork); err != nil {
+		return fail(stderr, err)
 	}
 	var command []string
 	if dash := f.set.ArgsLenAtDash(); dash >= 0 {
@@ -190,6 +190,9 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 
 	if f.check {
 		return check(f, delegate(f, sandbox.Probe()), stdout, stderr)
+	}
+	if err := refuseNetwork(f); err != nil {
+		return fail(stderr, err)
 	}
 	// Serving proves every layer once at start; a one-shot command proves
 	// them by running, which saves a probe and a dry run.
@@ -229,6 +232,20 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	return serve(ctx, sb, pol, version, audit, stdin, stdout, stderr)
 }
 
+// refuseNetwork refuses --allow-net and --host-network, which the sandbox
+// does not carry yet: commands would have no network whatever they say.
+// TODO(#12): the sandbox hands the proxy its listener, or shares the
+// host's network namespace; then this goes.
+func refuseNetwork(f *flags) error {
+	switch {
+	case len(f.allowNet) > 0:
+		return &usageError{msg: "--allow-net is not available yet: commands have no network at all", hint: "drop --allow-net, and fetch what commands need before serving (into the workspace or a --read-only path)"}
+	case f.hostNetwork:
+		return &usageError{msg: "--host-network is not available yet: commands have no network at all", hint: "drop --host-network, and fetch what commands need before serving (into the workspace or a --read-only path)"}
+	}
+	return nil
+}
+
 // delegate gets the server a delegated cgroup v2 from systemd, where it has
 // none and a limit would be held by one, unless --stay-in-cgroup.
 func delegate(f *flags, caps sandbox.Capabilities) sandbox.Capabilities {
@@ -251,6 +268,8 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 		ReadOnly:       f.readOnly,
 		Writable:       f.writable,
 		Env:            f.env,
+		AllowNet:       f.allowNet,
+		HostNetwork:    f.hostNetwork,
 		Timeout:        f.timeout,
 		NoTimeout:      f.timeout == 0 || oneShot && !f.set.Changed("timeout"),
 		MaxOutputBytes: int(f.maxOutput),

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -20,7 +21,15 @@ func TestBadFlagSaysWhatWasTyped(t *testing.T) {
 		{"too much concurrency", []string{"--max-concurrent", "0x200"}, `--max-concurrent "0x200": out of range`},
 		{"memory too small", []string{"--memory", "10MiB"}, `--memory "10MiB": too small`},
 		{"file size too small", []string{"--max-file-size", "1000KB"}, `--max-file-size "1000KB": too small`},
-		{"network before the command", []string{"--allow-net", "--", "true"}, "--allow-net is not available yet"},
+		{"network before the command", []string{"--allow-net", "--", "true"}, "--allow-net needs a value"},
+		{"a URL for a host", []string{"--allow-net", "https://example.com", "--", "true"}, `--allow-net "https://example.com": not a host`},
+		{"no such preset", []string{"--allow-net", "@nmp", "--", "true"}, `--allow-net "@nmp": no such preset`},
+		{"a bad port", []string{"--allow-net", "example.com:0", "--", "true"}, `--allow-net "example.com:0": not a port`},
+		{"every host", []string{"--allow-net", "*", "--", "true"}, `--allow-net "*": would allow every host`},
+		{"host network and an allow-list", []string{"--check", "--host-network", "--allow-net", "example.com"}, "--host-network: cannot go with --allow-net"},
+		// TODO(#12): these run once the sandbox carries the network.
+		{"allow-list not wired", []string{"--allow-net", "@npm", "--", "true"}, "--allow-net is not available yet"},
+		{"host network not wired", []string{"--host-network", "--", "true"}, "--host-network is not available yet"},
 		{"a flag given -- as its value", []string{"--timeout", "--", "true"}, "--timeout needs a value"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,5 +61,24 @@ func TestSizeUnits(t *testing.T) {
 	stdout, _, _ := e.runRaw("--help")
 	if !strings.Contains(stdout, "KB, MB, GB") || !strings.Contains(stdout, "KiB") {
 		t.Errorf("--help does not say which units are decimal:\n%s", stdout)
+	}
+}
+
+// TestCheckNetwork: --check expands a preset into its hosts, each with why
+// the preset lists it, and shows the tool description's network sentence.
+func TestCheckNetwork(t *testing.T) {
+	e := newEnv(t)
+	stdout, stderr, _ := e.runRaw("--check", "--workspace", e.ws, "--allow-net", "@pypi", "--allow-net", "127.0.0.1:8080")
+	for _, re := range []string{
+		`\nreachable     HTTP\(S\) through the server's proxy, to these only:\n(              +[a-z.]+:443 +@pypi: [^\n]+\n){2,}              +127\.0\.0\.1:8080 +port 8080\n`,
+		`Network: HTTP\(S\) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to ([a-z.]+:443 \(@pypi\), ){2,}127\.0\.0\.1:8080;`,
+	} {
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("--check does not match %s:\n%s%s", re, stdout, stderr)
+		}
+	}
+	stdout, stderr, code := e.runRaw("--check", "--workspace", e.ws)
+	if code != 0 || !strings.Contains(stdout, "reachable     none: own network namespace, loopback only\n") || !strings.Contains(stdout, "No network. Each call") {
+		t.Errorf("--check without network: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

@@ -115,6 +115,41 @@ func TestToolsListGolden(t *testing.T) {
 	}
 }
 
+// TestToolDescribesNetwork: the model learns from the description which
+// hosts it may reach, presets expanded, and the annotations say the world
+// is open.
+func TestToolDescribesNetwork(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		o    policy.Options
+		want string
+		open bool
+	}{
+		{"none", policy.Options{}, "\nNo network. ", false},
+		{"allow-list", policy.Options{AllowNet: []string{"pkg.example.test:443", "*.example.test", "127.0.0.1:8080"}}, "\nNetwork: HTTP(S) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to pkg.example.test:443, *.example.test (ports 80, 443), 127.0.0.1:8080; any other host gets 403", true},
+		{"host network", policy.Options{HostNetwork: true}, "\nNetwork: the host's, open to every host and port (--host-network)", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.Workspace = t.TempDir()
+			p, err := policy.New(tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := connect(t, unreachable(t), p).ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tool := res.Tools[0]
+			if !strings.Contains(tool.Description, tt.want) {
+				t.Errorf("description lacks %q:\n%s", tt.want, tool.Description)
+			}
+			if got := *tool.Annotations.OpenWorldHint; got != tt.open {
+				t.Errorf("openWorldHint: got %v, want %v", got, tt.open)
+			}
+		})
+	}
+}
+
 func TestRefusalsNeverReachTheSandbox(t *testing.T) {
 	cs := connect(t, unreachable(t), testPolicy(t))
 	for _, tt := range []struct {

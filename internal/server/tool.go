@@ -93,6 +93,7 @@ func tool(p *policy.Policy, mech sandbox.Mechanisms) *mcp.Tool {
 	if c := mech.Caveats(); c != "" {
 		desc += "\n" + c
 	}
+	openWorld := p.HostNetwork || len(p.AllowNet) > 0
 	return &mcp.Tool{
 		Name:         toolName,
 		Title:        "Run a command in the sandbox",
@@ -102,9 +103,9 @@ func tool(p *policy.Policy, mech sandbox.Mechanisms) *mcp.Tool {
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Run a command in the sandbox",
 			ReadOnlyHint:    false,
-			DestructiveHint: boolPtr(true),  // it can change files in the workspace
-			IdempotentHint:  false,          // programs have effects
-			OpenWorldHint:   boolPtr(false), // no network: only the workspace
+			DestructiveHint: boolPtr(true),      // it can change files in the workspace
+			IdempotentHint:  false,              // programs have effects
+			OpenWorldHint:   boolPtr(openWorld), // only the workspace, unless a network is allowed
 		},
 	}
 }
