@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -385,6 +386,7 @@ func TestConnectTLS(t *testing.T) {
 		fmt.Fprintf(w, "secure %s", r.TLS.ServerName)
 	}))
 	up.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	up.Config.ErrorLog = log.New(io.Discard, "", 0) // the untrusting client's handshake
 	up.StartTLS()
 	defer up.Close()
 	p := port(t, up.URL)
@@ -419,6 +421,7 @@ func TestParallelDownloads(t *testing.T) {
 	roots, cert := testCA(t)
 	secure := httptest.NewUnstartedServer(handler)
 	secure.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	secure.Config.ErrorLog = log.New(io.Discard, "", 0)
 	secure.StartTLS()
 	defer secure.Close()
 	r := start(t, &Proxy{Allow: hosts(t, "127.0.0.1:"+port(t, plain.URL), "127.0.0.1:"+port(t, secure.URL))})
