@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -42,6 +43,11 @@ func buildEnv(o Options, p *Policy) ([]string, error) {
 			env[k] = v
 		}
 	}
+	if !p.HostNetwork {
+		// pip retries a refused download five times, with backoff (8 s in
+		// all); once says the same at once. --env may set it otherwise.
+		env["PIP_RETRIES"] = "1"
+	}
 	if o.GitName != "" {
 		env["GIT_AUTHOR_NAME"] = o.GitName
 		env["GIT_COMMITTER_NAME"] = o.GitName
@@ -57,6 +63,9 @@ func buildEnv(o Options, p *Policy) ([]string, error) {
 		}
 		if strings.HasPrefix(name, "_NANOSANDBOX") {
 			return nil, &FlagError{Flag: "--env", Value: name, Err: "reserved for the sandbox itself", Hint: "choose another name"}
+		}
+		if !p.HostNetwork && isProxyVariable(name) {
+			return nil, &FlagError{Flag: "--env", Value: name, Err: "set by the sandbox: commands reach the network only through the server's proxy", Hint: "drop --env " + name + ": --allow-net HOST lets commands reach a host through it; with --host-network instead, --env may name your own proxy"}
 		}
 		if strings.ContainsRune(value, 0) {
 			return nil, &FlagError{Flag: "--env", Value: name, Err: "value contains a NUL byte", Hint: "pass a plain value"}
@@ -76,6 +85,32 @@ func buildEnv(o Options, p *Policy) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// proxyVariables name the proxy a command's HTTP clients use, in the
+// spellings curl, pip, npm, git and Go read.
+var proxyVariables = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+
+// noProxyVariables name the destinations that skip the proxy.
+var noProxyVariables = []string{"NO_PROXY", "no_proxy"}
+
+func isProxyVariable(name string) bool {
+	return slices.Contains(proxyVariables, name) || slices.Contains(noProxyVariables, name)
+}
+
+// ProxyEnv returns the variables that send a command's HTTP(S) through
+// the server's proxy at proxyURL ("http://127.0.0.1:3128"), all but what
+// goes to the sandbox's own loopback, where a command's own servers listen.
+// The sandbox adds them to Env unless the network is the host's.
+func ProxyEnv(proxyURL string) []string {
+	var env []string
+	for _, v := range proxyVariables {
+		env = append(env, v+"="+proxyURL)
+	}
+	for _, v := range noProxyVariables {
+		env = append(env, v+"=localhost,127.0.0.1,::1")
+	}
+	return env
 }
 
 func validEnvName(s string) bool {

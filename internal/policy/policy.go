@@ -435,5 +435,6 @@ func (p *Policy) SandboxHome() string {
 }
 
 // Env returns the environment of every command, NAME=VALUE, sorted, with PWD
-// and HOME set.
+// and HOME set. The proxy's variables are not in it: the sandbox adds them
+// ([ProxyEnv]), since it chooses where the proxy listens.
 func (p *Policy) Env() []string { return append([]string(nil), p.env...) }

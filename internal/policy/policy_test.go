@@ -52,6 +52,8 @@ func TestNewFlagErrors(t *testing.T) {
 		{"empty env name", Options{Workspace: root + "/home/proj", Env: []string{"=2"}}, "--env", "not a variable name"},
 		{"reserved env", Options{Workspace: root + "/home/proj", Env: []string{"_NANOSANDBOX_CHILD=x"}}, "--env", "reserved"},
 		{"unset env", Options{Workspace: root + "/home/proj", Env: []string{"NOT_SET_HERE"}}, "--env", "not set in the server's environment"},
+		{"proxy env", Options{Workspace: root + "/home/proj", Env: []string{"HTTPS_PROXY=http://proxy.example:8080"}}, "--env", "set by the sandbox"},
+		{"no_proxy env", Options{Workspace: root + "/home/proj", Env: []string{"no_proxy=*"}, AllowNet: []string{"example.com"}}, "--env", "set by the sandbox"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := New(tt.o)
@@ -193,6 +195,7 @@ func TestEnv(t *testing.T) {
 		"LC_ALL=C",
 		"LOGNAME=alice",
 		"PATH=/only",
+		"PIP_RETRIES=1",
 		"PWD=" + root + "/home/proj",
 		"TERM=dumb",
 		"TMPDIR=/tmp",
@@ -200,6 +203,49 @@ func TestEnv(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, p.Env()); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
+	}
+}
+
+// TestEnvNetwork: with the host's network, --env may name a proxy and pip
+// keeps its retries; otherwise --env may set PIP_RETRIES.
+func TestEnvNetwork(t *testing.T) {
+	root := tree(t)
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want []string // of the variables named in it
+	}{
+		{"own network", Options{}, []string{"PIP_RETRIES=1"}},
+		{"PIP_RETRIES given", Options{Env: []string{"PIP_RETRIES=3"}}, []string{"PIP_RETRIES=3"}},
+		{"host network", Options{HostNetwork: true, Env: []string{"HTTPS_PROXY=http://proxy.example:8080", "NO_PROXY=.example"}}, []string{"HTTPS_PROXY=http://proxy.example:8080", "NO_PROXY=.example"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.Workspace = root + "/home/proj"
+			p, err := New(tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, kv := range p.Env() {
+				if name, _, _ := strings.Cut(kv, "="); name == "PIP_RETRIES" || isProxyVariable(name) {
+					got = append(got, kv)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestProxyEnv(t *testing.T) {
+	want := []string{
+		"HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128", "ALL_PROXY=http://127.0.0.1:3128",
+		"http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128", "all_proxy=http://127.0.0.1:3128",
+		"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+	}
+	if diff := cmp.Diff(want, ProxyEnv("http://127.0.0.1:3128")); diff != "" {
+		t.Errorf("ProxyEnv (-want +got):\n%s", diff)
 	}
 }
 
