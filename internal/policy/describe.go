@@ -84,8 +84,15 @@ func (p *Policy) describeNetwork() string {
 	case p.HostNetwork:
 		return "Network: the host's, open to every host and port (--host-network); host unix sockets stay hidden."
 	case len(p.AllowNet) > 0:
-		return "Network: HTTP(S) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to " + describeHosts(p.AllowNet) +
+		s := "Network: HTTP(S) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to " + describeHosts(p.AllowNet) +
 			"; any other host gets 403 from the proxy, and connections that bypass it fail."
+		for _, h := range p.AllowNet {
+			if h.loopback() {
+				s += " Inside, localhost and 127.0.0.1 are the sandbox's own and skip the proxy (NO_PROXY): reach the host's listed ones through it anyway (curl --noproxy '')."
+				break
+			}
+		}
+		return s
 	}
 	return "No network."
 }

@@ -48,6 +48,15 @@ func (h Host) Pattern() bool { return strings.HasPrefix(h.Name, "*.") }
 // services.
 func (h Host) Internal() bool { return !h.Pattern() && h.Preset == "" }
 
+// loopback reports whether h names a loopback address, which inside the
+// sandbox is the sandbox's own.
+func (h Host) loopback() bool {
+	if a, err := netip.ParseAddr(h.Name); err == nil {
+		return a.IsLoopback()
+	}
+	return h.Name == "localhost" || strings.HasSuffix(h.Name, ".localhost")
+}
+
 // allows reports whether h allows name (normalised by NormalHost) on port.
 func (h Host) allows(name string, port int) bool {
 	switch {

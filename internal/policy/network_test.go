@@ -251,12 +251,17 @@ func TestDescribeNetwork(t *testing.T) {
 		{"host", Options{HostNetwork: true}, "Network: the host's, open to every host and port (--host-network); host unix sockets stay hidden.", "the host's (--host-network)"},
 		{
 			"allow-list", Options{AllowNet: []string{"@test", "127.0.0.1:8080", "*.example.com"}},
-			"Network: HTTP(S) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to pkg.example:443 (@test), files.pkg.example:443 (@test), 127.0.0.1:8080, *.example.com (ports 80, 443); any other host gets 403 from the proxy, and connections that bypass it fail.",
+			"Network: HTTP(S) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to pkg.example:443 (@test), files.pkg.example:443 (@test), 127.0.0.1:8080, *.example.com (ports 80, 443); any other host gets 403 from the proxy, and connections that bypass it fail. Inside, localhost and 127.0.0.1 are the sandbox's own and skip the proxy (NO_PROXY): reach the host's listed ones through it anyway (curl --noproxy '').",
 			"HTTP(S) through the server's proxy, to these only:\n" +
 				"  pkg.example:443        @test: packages\n" +
 				"  files.pkg.example:443  @test: their files\n" +
 				"  127.0.0.1:8080         port 8080\n" +
 				"  *.example.com          ports 80 and 443; every name below example.com, none resolving to a private address",
+		},
+		{
+			"allow-list without loopback", Options{AllowNet: []string{"example.com"}},
+			"Network: HTTP(S) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to example.com (ports 80, 443); any other host gets 403 from the proxy, and connections that bypass it fail.",
+			"HTTP(S) through the server's proxy, to these only:\n  example.com  ports 80 and 443",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
