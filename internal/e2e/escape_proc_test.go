@@ -107,7 +107,9 @@ func TestEscapeProcOne(t *testing.T) {
 func TestEscapeEnvironment(t *testing.T) {
 	e := newEnv(t)
 	allowed := []string{"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TERM", "USER", "LOGNAME", "PWD",
-		"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"}
+		"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+		// The sandbox's own: its proxy, and pip's retries of a refusal.
+		"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy", "PIP_RETRIES"}
 	checkNames := func(t *testing.T, env string) {
 		for _, line := range strings.Split(strings.TrimSpace(env), "\n") {
 			name, _, _ := strings.Cut(line, "=")

@@ -3,18 +3,20 @@
 //
 // It never imports the MCP SDK; the server package turns a [Result] into a
 // tool result. It imports policy, gitguard, dbus (to ask systemd for a
-// scope), the standard library and x/sys.
+// scope), netproxy (the proxy of each call), the standard library and x/sys.
 //
 // # Threat model
 //
 // The program, and everything it starts, is hostile: it was chosen by a model
 // that may have read a prompt injection. It must not write outside the
 // workspace and the --writable paths, read the caller's home, credentials or
-// the server's environment, reach the network, see or signal processes
-// outside its own call, change what the sandbox enforces (mounts, Landlock,
-// seccomp), or leave anything running after its call. It may use the CPU,
-// memory and disk within the limits, read the rest of the host filesystem,
-// and talk to its own loopback.
+// the server's environment, reach the network but through the server's proxy
+// to the hosts --allow-net lists (or, with --host-network, the host's
+// network, where it still reaches no host unix socket), see or signal
+// processes outside its own call, change what the sandbox enforces (mounts,
+// Landlock, seccomp), or leave anything running after its call. It may use
+// the CPU, memory and disk within the limits, read the rest of the host
+// filesystem, and talk to its own loopback.
 //
 // Nothing it leaves may run in the user's own git later, outside any
 // sandbox: [gitguard] says what of every repository in the writable roots
@@ -40,13 +42,15 @@
 // capabilities, under Landlock (ABI 1+) and a seccomp filter. The server's
 // half: run_linux.go (one call), helperproc_linux.go (a helper as the server
 // starts and feeds it), spare_linux.go (the helper kept for the next call).
-// The re-executions' half: protocol_linux.go (the spec and the reports
-// between them), helper_linux.go (pid 1 of the sandbox), exec_linux.go (the
-// last restrictions, then exec), tasks_linux.go (counting the command's
-// processes where nothing else reports the limit). Limits are held per
-// command by a delegated cgroup v2 where the server has one or systemd
-// gives it one ([JoinScope], systemd_linux.go), else by rlimits, which
-// count less (memory.go).
+// Both halves: network_linux.go (the proxy's listening socket, made in the
+// sandbox's network namespace and handed to the server, whose proxy dials
+// from the host). The re-executions' half: protocol_linux.go (the spec and
+// the reports between them), helper_linux.go (pid 1 of the sandbox),
+// exec_linux.go (the last restrictions, then exec), tasks_linux.go
+// (counting the command's processes where nothing else reports the limit).
+// Limits are held per command by a delegated cgroup v2 where the server has
+// one or systemd gives it one ([JoinScope], systemd_linux.go), else by
+// rlimits, which count less (memory.go).
 //
 // macOS and every other OS: [ErrUnsupported] for now (#2 lands Linux first).
 // What an OS provides is one platform (platform.go); run_other.go is the
@@ -60,5 +64,6 @@
 // server starts, with the cause and the fix. So is, for a root caller, a
 // grant its commands could not reach as their own uid (a writable path on a
 // filesystem without idmapped mounts, a path below a directory other users
-// may not enter).
+// may not enter), and --host-network where Landlock cannot scope abstract
+// unix sockets (below ABI 6), which belong to the network namespace.
 package sandbox

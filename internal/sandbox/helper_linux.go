@@ -129,15 +129,23 @@ func (h *helper) takeCall() {
 	h.spec = s
 }
 
-// buildSandbox builds the call's mount tree and network, and closes what
-// the command must not inherit.
+// buildSandbox builds the call's mount tree and network (its loopback and
+// the proxy's socket, handed to the server), and closes what the command
+// must not inherit.
 func (h *helper) buildSandbox() {
 	s := h.spec
 	if err := buildRoot(s.Ops, s.Limits.TmpBytes); err != nil {
 		h.fail(err)
 	}
-	if err := loopbackUp(); err != nil {
-		h.fail(err)
+	if !s.HostNetwork {
+		if err := loopbackUp(); err != nil {
+			h.fail(err)
+		}
+		// Before the command starts, so that its first connection finds
+		// the proxy's socket; the server accepts once it has it.
+		if err := listenProxy(); err != nil {
+			h.fail(err)
+		}
 	}
 	if s.Mech.Processes == ByPidNamespace {
 		// Root is not bound by RLIMIT_NPROC; this namespace's pid_max is
@@ -150,7 +158,8 @@ func (h *helper) buildSandbox() {
 	if err := readOnlyProc(); err != nil { // after pid_max, the one sysctl written
 		h.fail(err)
 	}
-	// Nothing inherited above the report pipe reaches the command.
+	// Nothing inherited above the report pipe reaches the command (netFD
+	// is closed by now).
 	if err := unix.CloseRange(reportFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		h.fail(fmt.Errorf("close_range: %w", err))
 	}

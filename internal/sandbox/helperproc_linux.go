@@ -43,6 +43,10 @@ type helperProc struct {
 	// The server's ends of the helper's stdio when it was started with
 	// pipes; nil when it was given the caller's own files.
 	stdinW, stdoutR, stderrR *os.File
+	// netConn is the server's end of the socket on which the helper hands
+	// over the proxy's listening socket; nil when the network is the
+	// host's, or once the call's proxy took it.
+	netConn *os.File
 }
 
 // piped reports whether c needs its stdio through pipes the server
@@ -94,6 +98,16 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		return nil, err
 	}
 	childEnds = append(childEnds, repW)
+	var netEnd *os.File // stays nil, closed in the helper, on the host's network
+	flags := uintptr(namespaceFlags)
+	if s.pol.HostNetwork {
+		flags &^= syscall.CLONE_NEWNET
+	} else {
+		if h.netConn, netEnd, err = netPair(); err != nil {
+			return nil, setupError("proxy socket", err)
+		}
+		childEnds = append(childEnds, netEnd)
+	}
 
 	var stdio [3]*os.File
 	if c == nil || piped(c) {
@@ -119,10 +133,10 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		Path:       "/proc/self/exe",
 		Args:       []string{"nanosandbox-mcp: sandbox", strconv.Itoa(s.uid), strconv.Itoa(s.gid)},
 		Env:        []string{childEnv + "=helper"},
-		ExtraFiles: []*os.File{specR, repW},
+		ExtraFiles: []*os.File{specR, repW, netEnd},
 		WaitDelay:  waitDelay,
 		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 namespaceFlags,
+			Cloneflags:                 flags,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.uid, Size: 1}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.gid, Size: 1}},
 			GidMappingsEnableSetgroups: false,
@@ -293,7 +307,7 @@ func (h *helperProc) discard() {
 		<-h.exited
 		h.cmd = nil
 	}
-	for _, f := range []**os.File{&h.specW, &h.repR, &h.stdinW, &h.stdoutR, &h.stderrR} {
+	for _, f := range []**os.File{&h.specW, &h.repR, &h.stdinW, &h.stdoutR, &h.stderrR, &h.netConn} {
 		if *f != nil {
 			(*f).Close()
 			*f = nil

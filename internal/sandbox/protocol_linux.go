@@ -19,6 +19,10 @@ import (
 const (
 	specFD   = 3 // the spec, JSON, read to EOF
 	reportFD = 4 // reports, one JSON object per line
+	// netFD is the helper's end of a unix socket on which it hands the
+	// server the proxy's listening socket (network_linux.go); closed when
+	// the network is the host's.
+	netFD = 5
 )
 
 // spec is everything the helper and the exec stage need for one call.
@@ -34,6 +38,9 @@ type spec struct {
 	Landlock    landlockRules `json:"landlock"`
 	Limits      policy.Limits `json:"limits"`
 	Mech        Mechanisms    `json:"mech"`
+	// HostNetwork says the helper shares the host's network namespace: it
+	// has no loopback of its own to bring up, and no proxy.
+	HostNetwork bool `json:"host_network,omitempty"`
 	// Timeout is enforced by the helper, which can still say what the
 	// command was doing (the server kills it later if it does not).
 	Timeout time.Duration `json:"timeout,omitempty"`

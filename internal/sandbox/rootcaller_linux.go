@@ -67,7 +67,7 @@ const rootCallerID = 0x7ffffffe
 // idmapFD on.
 const (
 	idmapEnv = "_NANOSANDBOX_IDMAPPED"
-	idmapFD  = reportFD + 1
+	idmapFD  = netFD + 1
 )
 
 // rootCaller is what the server keeps to run a root caller's commands.

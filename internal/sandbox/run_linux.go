@@ -36,6 +36,12 @@ type linuxSandbox struct {
 	guard    *gitguard.Guard
 	root     *rootCaller // nil unless the caller is root (rootcaller_linux.go)
 	spares   spares
+	// env is every command's environment: the policy's, and the proxy's
+	// variables unless the network is the host's.
+	env []string
+	// lookup resolves names for the proxy; if nil, the host's resolver
+	// does (tests bring their own).
+	lookup lookupFunc
 }
 
 func newPlatform(p *policy.Policy, caps *Capabilities, mech *Mechanisms) (platform, error) {
@@ -52,6 +58,16 @@ func newPlatform(p *policy.Policy, caps *Capabilities, mech *Mechanisms) (platfo
 // that do not change between calls, the Landlock rules, and git's watch.
 func (s *linuxSandbox) prepare() error {
 	s.uid, s.gid = os.Getuid(), os.Getgid()
+	if s.pol.HostNetwork && s.caps.LandlockABI < 6 {
+		// Abstract unix sockets belong to a network namespace, not to a
+		// path: on the host's, only Landlock's scoping keeps commands from
+		// the host's (D-Bus, X11, and whatever else listens there).
+		return &Refusal{
+			Cause: fmt.Sprintf("--host-network shares the host's network namespace, where the host's abstract unix sockets are; only Landlock ABI 6 (Linux 6.12) keeps commands from them, and this kernel has ABI %d", s.caps.LandlockABI),
+			Fix:   "let commands reach the hosts they need through the proxy with --allow-net HOST instead, or use Linux 6.12 or later",
+		}
+	}
+	s.env = append(s.pol.Env(), proxyEnv(s.pol)...)
 	if s.uid == 0 {
 		r, err := newRootCaller(s.pol)
 		if err != nil {
@@ -123,13 +139,14 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 		Dir:         s.pol.Workspace,
 		Path:        c.Path,
 		Args:        c.Args,
-		Env:         s.pol.Env(),
+		Env:         s.env,
 		LandlockABI: s.caps.LandlockABI,
 		Landlock:    s.landlock,
 		Limits:      s.pol.Limits,
 		Mech:        s.mech,
 		Timeout:     c.Timeout,
 		Probe:       dryRun,
+		HostNetwork: s.pol.HostNetwork,
 	})
 	if err != nil {
 		return Result{}, bug(err)
@@ -145,6 +162,8 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 		// it: on a busy machine the two would slow each other down.
 		go s.refillSpare()
 	}()
+	proxy := s.serveProxy(h.netConn)
+	h.netConn = nil
 	stdoutDone, stderrDone := h.attach(c)
 	cmd := h.cmd
 
@@ -187,6 +206,11 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 	waitOutput(stdoutDone, stderrDone)
 	endGit()
 	res.Notes = append(res.Notes, gitNotes...)
+	// The command's connections died with it; the proxy ends the rest,
+	// with what it refused.
+	if note := proxy.end(); note != "" {
+		res.Notes = append(res.Notes, note)
+	}
 	res.Duration = time.Since(began)
 	var cgo cgroupOutcome
 	if h.cg != nil {
