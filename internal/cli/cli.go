@@ -103,10 +103,6 @@ func newFlags() *flags {
 	fs.BoolVar(&f.stayInCgroup, "stay-in-cgroup", false, "keep the server in the cgroup it was started in, rather than ask systemd for a delegated cgroup v2 scope of its own (without one, memory is limited per process)")
 	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "let commands reach HOST[:PORT] over HTTP(S) through the server's proxy; without a port, 80 and 443; *.example.com for every name below it; presets "+strings.Join(policy.PresetNames(), ", ")+" (repeatable)")
 	fs.BoolVar(&f.hostNetwork, "host-network", false, "share the host's network with commands: every host and port, the host's loopback included (host unix sockets stay hidden)")
-	// TODO(#12): shown once the sandbox carries them; until then they are
-	// checked, described by --check, and refused (see refuseNetwork).
-	fs.MarkHidden("allow-net")
-	fs.MarkHidden("host-network")
 	fs.BoolVar(&f.check, "check", false, "say what this machine enforces and whether the policy holds, then exit (0 only if it holds)")
 	fs.BoolVar(&f.json, "json", false, "with --check: print it as one JSON object, for scripts")
 	fs.StringVar(&f.logFile, "log-file", "", "append one JSON line per call to this `FILE` (what ran and how it ended; never its input or output); outside the workspace and the --writable paths")
@@ -191,9 +187,6 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	if f.check {
 		return check(f, delegate(f, sandbox.Probe()), stdout, stderr)
 	}
-	if err := refuseNetwork(f); err != nil {
-		return fail(stderr, err)
-	}
 	// Serving proves every layer once at start; a one-shot command proves
 	// them by running, which saves a probe and a dry run.
 	caps := sandbox.QuickProbe()
@@ -230,20 +223,6 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	}
 	fmt.Fprintf(stderr, "%s: %s\n", name, summary(pol))
 	return serve(ctx, sb, pol, version, audit, stdin, stdout, stderr)
-}
-
-// refuseNetwork refuses --allow-net and --host-network, which the sandbox
-// does not carry yet: commands would have no network whatever they say.
-// TODO(#12): the sandbox hands the proxy its listener, or shares the
-// host's network namespace; then this goes.
-func refuseNetwork(f *flags) error {
-	switch {
-	case len(f.allowNet) > 0:
-		return &usageError{msg: "--allow-net is not available yet: commands have no network at all", hint: "drop --allow-net, and fetch what commands need before serving (into the workspace or a --read-only path)"}
-	case f.hostNetwork:
-		return &usageError{msg: "--host-network is not available yet: commands have no network at all", hint: "drop --host-network, and fetch what commands need before serving (into the workspace or a --read-only path)"}
-	}
-	return nil
 }
 
 // delegate gets the server a delegated cgroup v2 from systemd, where it has

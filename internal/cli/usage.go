@@ -19,9 +19,11 @@ Usage:
 
 Commands can write only in the workspace, the --writable paths and a private
 /tmp; they read the rest of the system, minus your home directory, credential
-files and host /tmp. They have no network, no capabilities, and see only their
-own processes. Git's hooks and config stay read-only, and repositories a
-command makes are judged by your git before the result returns.
+files and host /tmp. They have no network but HTTP(S) through the server's
+proxy to the hosts --allow-net lists (anything else gets 403 from it at once),
+no capabilities, and see only their own processes. Git's hooks and config stay
+read-only, and repositories a command makes are judged by your git before the
+result returns.
 
 Options:
 `, name)

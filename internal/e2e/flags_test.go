@@ -27,9 +27,7 @@ func TestBadFlagSaysWhatWasTyped(t *testing.T) {
 		{"a bad port", []string{"--allow-net", "example.com:0", "--", "true"}, `--allow-net "example.com:0": not a port`},
 		{"every host", []string{"--allow-net", "*", "--", "true"}, `--allow-net "*": would allow every host`},
 		{"host network and an allow-list", []string{"--check", "--host-network", "--allow-net", "example.com"}, "--host-network: cannot go with --allow-net"},
-		// TODO(#12): these run once the sandbox carries the network.
-		{"allow-list not wired", []string{"--allow-net", "@npm", "--", "true"}, "--allow-net is not available yet"},
-		{"host network not wired", []string{"--host-network", "--", "true"}, "--host-network is not available yet"},
+		{"a proxy in --env", []string{"--allow-net", "@npm", "--env", "HTTPS_PROXY=http://proxy.example:3128", "--", "true"}, `--env "HTTPS_PROXY": set by the sandbox`},
 		{"a flag given -- as its value", []string{"--timeout", "--", "true"}, "--timeout needs a value"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +76,7 @@ func TestCheckNetwork(t *testing.T) {
 		}
 	}
 	stdout, stderr, code := e.runRaw("--check", "--workspace", e.ws)
-	if code != 0 || !strings.Contains(stdout, "reachable     none: own network namespace, loopback only\n") || !strings.Contains(stdout, "No network. Each call") {
+	if code != 0 || !strings.Contains(stdout, "reachable     none: own network namespace, loopback only\n") || !strings.Contains(stdout, "No network: HTTP(S) gets 403") {
 		t.Errorf("--check without network: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

@@ -371,7 +371,7 @@ func TestBadFlagExits2(t *testing.T) {
 		{"unset env", []string{"--workspace", e.ws, "--env", "NSB_NOT_SET_ANYWHERE"}, "not set"},
 		{"read-only and writable", []string{"--workspace", e.ws, "--read-only", e.home, "--writable", e.home}, "also given as"},
 		{"stray argument", []string{"--workspace", e.ws, "ls"}, "unexpected argument"},
-		{"network not built", []string{"--workspace", e.ws, "--allow-net", "example.com", "--", "true"}, "--allow-net is not available yet"},
+		{"bad network", []string{"--workspace", e.ws, "--allow-net", "example.com:http", "--", "true"}, "not a port"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			stdout, stderr, code := e.runRaw(tt.args...)

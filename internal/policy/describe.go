@@ -94,7 +94,7 @@ func (p *Policy) describeNetwork() string {
 		}
 		return s
 	}
-	return "No network."
+	return "No network: HTTP(S) gets 403 from the sandbox's proxy and other connections fail (the user can allow hosts with --allow-net)."
 }
 
 // DescribeNetwork tells the person starting the server what commands can

@@ -247,7 +247,7 @@ func TestDescribeNetwork(t *testing.T) {
 		tool      string
 		forPerson string
 	}{
-		{"none", Options{}, "No network.", "none: own network namespace, loopback only"},
+		{"none", Options{}, "No network: HTTP(S) gets 403 from the sandbox's proxy and other connections fail (the user can allow hosts with --allow-net).", "none: own network namespace, loopback only"},
 		{"host", Options{HostNetwork: true}, "Network: the host's, open to every host and port (--host-network); host unix sockets stay hidden.", "the host's (--host-network)"},
 		{
 			"allow-list", Options{AllowNet: []string{"@test", "127.0.0.1:8080", "*.example.com"}},

@@ -125,7 +125,7 @@ func TestToolDescribesNetwork(t *testing.T) {
 		want string
 		open bool
 	}{
-		{"none", policy.Options{}, "\nNo network. ", false},
+		{"none", policy.Options{}, "\nNo network: HTTP(S) gets 403 from the sandbox's proxy and other connections fail (the user can allow hosts with --allow-net). ", false},
 		{"allow-list", policy.Options{AllowNet: []string{"pkg.example.test:443", "*.example.test", "127.0.0.1:8080"}}, "\nNetwork: HTTP(S) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to pkg.example.test:443, *.example.test (ports 80, 443), 127.0.0.1:8080; any other host gets 403", true},
 		{"host network", policy.Options{HostNetwork: true}, "\nNetwork: the host's, open to every host and port (--host-network)", true},
 	} {
