@@ -112,3 +112,19 @@ func openSockets(t *testing.T) int {
 	}
 	return n
 }
+
+// TestHostNetworkNeedsLandlockScoping: on the host's network namespace only
+// Landlock's scoping (ABI 6+) keeps commands from the host's abstract unix
+// sockets; below it --host-network is refused, before anything is made.
+func TestHostNetworkNeedsLandlockScoping(t *testing.T) {
+	pol, err := policy.New(policy.Options{Workspace: t.TempDir(), HostNetwork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, mech := Capabilities{LandlockABI: 5}, Mechanisms{}
+	_, err = newPlatform(pol, &caps, &mech)
+	r, ok := err.(*Refusal)
+	if !ok || !strings.Contains(r.Cause, "only Landlock ABI 6 (Linux 6.12) keeps commands from them, and this kernel has ABI 5") || !strings.Contains(r.Fix, "--allow-net") {
+		t.Errorf("got %v, want a refusal naming Landlock ABI 6 and --allow-net", err)
+	}
+}
