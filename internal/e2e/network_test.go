@@ -278,17 +278,36 @@ func hostListeners(t *testing.T, pid int) []string {
 }
 
 // TestNetworkHostNetwork: with --host-network a command reaches the host's
-// loopback directly, with no proxy and no proxy variables.
+// loopback directly, with no proxy and no proxy variables, and still no
+// host unix socket: an abstract one belongs to the network namespace it
+// now shares, and Landlock's scoping keeps it out of reach.
 func TestNetworkHostNetwork(t *testing.T) {
 	requireCurl(t)
 	e := newEnv(t)
+	flags := []string{"--host-network"}
 	listed := startHostServer(t, false)
-	stdout, stderr, code := e.run([]string{"--host-network"}, "sh", "-c", `env | grep -ci _proxy=; curl -sS http://`+listed.addr()+`/`)
+	stdout, stderr, code := e.run(flags, "sh", "-c", `env | grep -ci _proxy=; curl -sS http://`+listed.addr()+`/`)
 	if code == 1 && strings.Contains(stderr, "Landlock ABI 6") {
 		t.Skipf("needs Landlock ABI 6 for --host-network: %s", stderr)
 	}
 	if code != 0 || stdout != "0\nhello from the host\n" {
 		t.Errorf("exit %d, stdout %q, want no proxy variable and the host server's answer\nstderr: %s", code, stdout, stderr)
+	}
+	abstract, n := listen(t, "unix", "@nsb-hostnet-"+uniqueMarker(t))
+	if out, err := onHost(t, "abstract-connect", strings.TrimPrefix(abstract.Addr().String(), "@")); err != nil {
+		t.Fatalf("abstract-connect on the host: %s, %v", out, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); n.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the host's own abstract-connect was never accepted")
+		}
+	}
+	e.wantDenied(flags, "abstract-connect", strings.TrimPrefix(abstract.Addr().String(), "@"))
+	agent, _ := listen(t, "unix", filepath.Join(e.home, "agent.sock"))
+	e.wantDenied(flags, "unix-connect", agent.Addr().String())
+	time.Sleep(200 * time.Millisecond) // a connection that got through is counted by then
+	if got := n.Load(); got != 1 {
+		t.Errorf("the host's abstract socket accepted %d connections from the sandbox", got-1)
 	}
 }
 
