@@ -57,9 +57,22 @@ func (h *handler) denialNotes(stdout, stderr string, runErr error) []string {
 		add(h.hiddenProgramNote(m[1] + m[2]))
 	}
 	if offlineRe.MatchString(out) {
-		add("network: commands have no network in this sandbox (only their own loopback), so downloads and name lookups fail; the user can allow hosts when starting the server (--allow-net HOST)")
+		add(h.offlineNote())
 	}
 	return notes
+}
+
+// offlineNote explains a failed name lookup or connection by the network
+// the policy gives, or says nothing on the host's network, whose failures
+// are its own.
+func (h *handler) offlineNote() string {
+	switch {
+	case h.pol.HostNetwork:
+		return ""
+	case len(h.pol.AllowNet) > 0:
+		return "network: in this sandbox only HTTP(S) through the proxy that HTTPS_PROXY names reaches the network, and only the hosts the user allowed (see the tool description); name lookups and other connections fail; the user can allow more hosts when starting the server (--allow-net HOST)"
+	}
+	return "network: commands have no network in this sandbox (only their own loopback), so downloads and name lookups fail; the user can allow hosts when starting the server (--allow-net HOST)"
 }
 
 // matches returns the paths the expression captured, cleaned, at most 8.

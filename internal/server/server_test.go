@@ -316,3 +316,41 @@ func TestDescriptionSaysWhatRlimitsMiss(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineNote: a failed name lookup is explained by the network the
+// policy gives, and not at all on the host's network.
+func TestOfflineNote(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		o    policy.Options
+		want string // the note's start, or "" for none
+	}{
+		{"no network", policy.Options{}, "network: commands have no network in this sandbox"},
+		{"allow-list", policy.Options{AllowNet: []string{"pkg.example.test"}}, "network: in this sandbox only HTTP(S) through the proxy"},
+		{"host network", policy.Options{HostNetwork: true}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.Workspace = t.TempDir()
+			p, err := policy.New(tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := runnerFunc(func(_ context.Context, c *sandbox.Command) (sandbox.Result, error) {
+				io.WriteString(c.Stderr, "curl: (6) Could not resolve host: pkg.example.test\n")
+				return sandbox.Result{ExitCode: 6}, nil
+			})
+			res, err := connect(t, run, p).CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "curl"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			got := ""
+			if _, note, ok := strings.Cut(text, "\nnote: network: "); ok {
+				got = "network: " + note
+			}
+			if !strings.HasPrefix(got, tt.want) || (tt.want == "") != (got == "") {
+				t.Errorf("got note %q, want one starting %q", got, tt.want)
+			}
+		})
+	}
+}
