@@ -47,7 +47,18 @@ func summary(pol *policy.Policy) string {
 			w = append(w, g.Path)
 		}
 	}
-	s := fmt.Sprintf("serving; writable: %s; network: none", strings.Join(w, ", "))
+	network := "none"
+	switch {
+	case pol.HostNetwork:
+		network = "the host's"
+	case len(pol.AllowNet) > 0:
+		var hosts []string
+		for _, h := range pol.AllowNet {
+			hosts = append(hosts, h.String())
+		}
+		network = "HTTP(S) through the proxy to " + strings.Join(hosts, ", ")
+	}
+	s := fmt.Sprintf("serving; writable: %s; network: %s", strings.Join(w, ", "), network)
 	if pol.Timeout > 0 {
 		s += fmt.Sprintf("; timeout %s", pol.Timeout)
 	}

@@ -87,7 +87,11 @@ type checkReport struct {
 	Policy      string            `json:"policy,omitempty"`
 	HomeTools   []policy.HomeTool `json:"home_tools,omitempty"`
 	PrivateHome string            `json:"private_home,omitempty"`
-	DryRunMS    float64           `json:"dry_run_ms,omitempty"`
+	// AllowNet is what commands reach through the proxy; HostNetwork is
+	// set when they share the host's network instead.
+	AllowNet    []policy.Host `json:"allow_net,omitempty"`
+	HostNetwork bool          `json:"host_network,omitempty"`
+	DryRunMS    float64       `json:"dry_run_ms,omitempty"`
 }
 
 func checkJSON(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
@@ -128,6 +132,7 @@ func checkJSON(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) in
 	}
 	m := sb.Mechanisms()
 	rep.Limits, rep.Policy, rep.HomeTools, rep.PrivateHome = &m, pol.Describe(), pol.HomeTools, pol.PrivateHome
+	rep.AllowNet, rep.HostNetwork = pol.AllowNet, pol.HostNetwork
 	rep.DryRunMS = float64(time.Since(began).Microseconds()) / 1000
 	return emit()
 }

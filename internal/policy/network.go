@@ -14,12 +14,12 @@ type Host struct {
 	// Name is a host name in lower case without a final dot, a pattern
 	// "*.example.com" that matches every name below example.com (not
 	// example.com itself), or an IP address in its canonical form.
-	Name string
+	Name string `json:"name"`
 	// Port is the one port allowed. If zero, 80 and 443 are.
-	Port int
+	Port int `json:"port,omitempty"`
 	// Preset is the preset that listed Name ("@npm"); empty when the user
 	// listed it.
-	Preset string
+	Preset string `json:"preset,omitempty"`
 }
 
 // String gives h as --allow-net takes it: "example.com", "*.example.com:8443",
