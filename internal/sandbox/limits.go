@@ -17,11 +17,18 @@ const (
 	ByRlimit       Mechanism = "rlimit"        // setrlimit in the sandbox's user namespace
 	ByPidNamespace Mechanism = "pid namespace" // the sandbox's pid_max (Linux 6.14+)
 	ByTmpfs        Mechanism = "tmpfs"         // the size of each private tmpfs
+	// ByUserRlimit is RLIMIT_NPROC where it counts every process of the
+	// user, not the sandbox's (macOS).
+	ByUserRlimit Mechanism = "rlimit per user"
 )
 
 // Mechanisms says what holds each limit on this machine.
 type Mechanisms struct {
 	Memory, Processes, FileSize, Tmp, CPUTime, CPUs Mechanism
+	// Seatbelt is set on macOS, where commands run under Seatbelt: their
+	// temporary files go to $TMPDIR, not /tmp, and there is no loopback.
+	// The model is told (Caveats).
+	Seatbelt bool `json:"-"`
 }
 
 // usesCgroup reports whether any limit is held by a cgroup.
@@ -46,6 +53,9 @@ const reservedPids = 300
 // refuses a limit nothing here can hold. uid is the caller's: RLIMIT_NPROC
 // does not bind root.
 func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refusal) {
+	if caps.OS == "darwin" {
+		return seatbeltMechanisms(l)
+	}
 	var m Mechanisms
 	cg := caps.Cgroup != ""
 	if l.MemoryBytes > 0 {
@@ -119,6 +129,9 @@ func (m Mechanisms) Report(l policy.Limits) string {
 		procs += fmt.Sprintf(", up to %d more before pids first wrap", reservedPids-1)
 	}
 	line("processes", procs, m.Processes)
+	if m.Processes == ByUserRlimit {
+		indentLines(&b, userRlimitProcesses)
+	}
 	line("file size", policy.FormatSize(l.MaxFileBytes), m.FileSize)
 	line("tmp size", policy.FormatSize(l.TmpBytes)+" each for /tmp, /var/tmp, /run, /dev/shm", m.Tmp)
 	line("cpu time", l.CPUTime.String()+" per process", m.CPUTime)

@@ -33,6 +33,9 @@ type Capabilities struct {
 	// Identity says whom commands run as on the host; empty where it is
 	// not known.
 	Identity string
+	// Seatbelt is empty when /usr/bin/sandbox-exec can apply a profile,
+	// else why not (macOS only).
+	Seatbelt string
 }
 
 // Probe finds what this machine can enforce, proving by trying what only a
@@ -64,8 +67,7 @@ func (c Capabilities) Refusal() *Refusal {
 	switch c.OS {
 	case "linux":
 	case "darwin":
-		// TODO(#6): the Seatbelt sandbox; until it lands macOS is refused.
-		return &Refusal{Cause: "macOS is not supported yet: the Seatbelt sandbox has not landed", Fix: "run the server on Linux for now"}
+		return c.seatbeltRefusal()
 	case "windows":
 		return &Refusal{Cause: "Windows is not supported: a sandbox there could limit resources, not access", Fix: "run the server in WSL 2, which is Linux"}
 	default:
@@ -94,6 +96,10 @@ func (c Capabilities) Report() string {
 		fmt.Fprintf(&b, ", kernel %s", c.Kernel)
 	}
 	b.WriteString("\n")
+	if c.OS == "darwin" {
+		c.seatbeltReport(&b)
+		return b.String()
+	}
 	if c.OS != "linux" {
 		return b.String()
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -624,4 +625,50 @@ func (p *sbProfile) match(f sexp, path string) bool {
 		return true
 	}
 	return false
+}
+
+// TestSeatbeltReport: --check on macOS names each layer, and what holds
+// each limit there; the model is told what differs.
+func TestSeatbeltReport(t *testing.T) {
+	caps := Capabilities{OS: "darwin", Arch: "arm64", Kernel: "macOS 14.7 (Darwin 23.6.0)", Identity: "the caller, uid 501"}
+	report := caps.Report()
+	for _, want := range []string{
+		"platform      darwin/arm64, kernel macOS 14.7 (Darwin 23.6.0)\n",
+		"seatbelt      ok    /usr/bin/sandbox-exec",
+		"processes     ok    a process group and a reaper",
+		"network       ok    none",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	caps.Seatbelt = "sandbox_apply: Operation not permitted"
+	if r := caps.Report(); !strings.Contains(r, "seatbelt      MISSING sandbox_apply") {
+		t.Errorf("report without Seatbelt:\n%s", r)
+	}
+
+	l := policy.Limits{MaxProcesses: 1024, MaxFileBytes: 4 << 30, CPUTime: 10 * time.Minute}
+	m, r := mechanisms(l, caps, 501)
+	if r != nil {
+		t.Fatal(r)
+	}
+	limits := m.Report(l)
+	for _, want := range []string{
+		"  memory         none\n",
+		"  processes      1024 (rlimit per user)\n",
+		"                 macOS counts RLIMIT_NPROC over all of your processes",
+		"  file size      4 GiB (rlimit)\n",
+		"  tmp size       none\n",
+		"  cpu time       10m0s per process (rlimit)\n",
+	} {
+		if !strings.Contains(limits, want) {
+			t.Errorf("limits lack %q:\n%s", want, limits)
+		}
+	}
+	if c := m.Caveats(); !strings.Contains(c, "$TMPDIR") || strings.Contains(c, "per process") {
+		t.Errorf("caveats on macOS: %q", c)
+	}
+	if c := (Mechanisms{}).Caveats(); c != "" {
+		t.Errorf("caveats on Linux with a cgroup: %q", c)
+	}
 }
