@@ -37,7 +37,7 @@ func candidatesOf(dir string, flags uint8, parentFlags uint8) []candidate {
 	// the directory commondir names. (HEAD with refs/ alone is a reflog
 	// directory, .git/logs.)
 	gitLike := flags&hasHEAD != 0 && (flags&hasObjects != 0 && flags&hasRefs != 0 || flags&hasCommondir != 0)
-	if gitLike && !(filepath.Base(dir) == ".git" && parentFlags&hasDotgit != 0) {
+	if gitLike && !(markerOf(filepath.Base(dir)) == hasDotgit && parentFlags&hasDotgit != 0) {
 		out = append(out, candidate{entry: dir, bare: true})
 	}
 	return out
