@@ -167,22 +167,6 @@ func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident,
 	return f, identOf(&st), flags, kept, nil
 }
 
-// walkCandidates walks roots and returns every candidate, sorted.
-func walkCandidates(roots []string, skip func(string) bool) ([]candidate, error) {
-	var out []candidate
-	w := &walker{skip: skip, visit: func(path string, _ int, _ ident, flags, parentFlags uint8, _ []string) error {
-		out = append(out, candidatesOf(path, flags, parentFlags)...)
-		return nil
-	}}
-	for _, r := range roots {
-		if err := w.walk(r, 0); err != nil {
-			return nil, err
-		}
-	}
-	sortCandidates(out)
-	return out, nil
-}
-
 func sortCandidates(c []candidate) {
 	sort.Slice(c, func(i, j int) bool {
 		if c[i].entry != c[j].entry {

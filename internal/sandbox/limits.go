@@ -31,18 +31,6 @@ type Mechanisms struct {
 	Seatbelt bool `json:"-"`
 }
 
-// usesCgroup reports whether any limit is held by a cgroup.
-func (m Mechanisms) usesCgroup() bool {
-	return m.Memory == ByCgroup || m.Processes == ByCgroup || m.CPUs == ByCgroup
-}
-
-// countsTasks reports whether the process limit is held by a mechanism that
-// reports nothing when it refuses a fork, so that the sandbox counts the
-// command's tasks itself to tell that it was reached.
-func (m Mechanisms) countsTasks() bool {
-	return m.Processes == ByRlimit || m.Processes == ByPidNamespace
-}
-
 // reservedPids is the kernel's RESERVED_PIDS: once pids wrap, allocation
 // starts again above it. A pid namespace's pid_max of N+reservedPids keeps
 // N pids free after every wrap, and allows at most N+reservedPids-1 before
