@@ -672,3 +672,14 @@ func TestSeatbeltReport(t *testing.T) {
 		t.Errorf("caveats on Linux with a cgroup: %q", c)
 	}
 }
+
+// TestSeatbeltArgs: sandbox-exec's command line gives the profile, each
+// parameter as one -D argument whatever its value holds, then -- and the
+// program.
+func TestSeatbeltArgs(t *testing.T) {
+	got := seatbeltArgs("(version 1)", []sbParam{{"WRITE_0", "/a=b c"}, {"SELF", "-x\n"}}, "/bin/prog", "arg")
+	want := []string{"sandbox-exec", "-p", "(version 1)", "-D", "WRITE_0=/a=b c", "-D", "SELF=-x\n", "--", "/bin/prog", "arg"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
