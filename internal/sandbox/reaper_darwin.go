@@ -91,6 +91,11 @@ const maxPid = 99999
 func reaperMain() {
 	unix.CloseOnExec(lifelineFD) // the command inherits neither
 	unix.CloseOnExec(reaperRepFD)
+	// Signals sent to the reaper are the command's (the one-shot form
+	// forwards Ctrl-C here): held from the start, passed on once it runs,
+	// never obeyed.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
 	rep := os.NewFile(reaperRepFD, "report")
 	send := func(r reaperReport) {
 		b, _ := json.Marshal(r)
@@ -135,7 +140,7 @@ func reaperMain() {
 			serr = startError(s.Path, err)
 		} else {
 			send(reaperReport{Pid: cmd.Process.Pid})
-			reap(cmd, s, lifeline, send)
+			reap(cmd, s, lifeline, sigs, send)
 		}
 	}
 	send(reaperReport{Start: serr})
@@ -147,7 +152,7 @@ func reaperMain() {
 
 // reap waits for the command and for the server's orders, killing what
 // they name, until the server is done; it never returns.
-func reap(cmd *exec.Cmd, s reaperSpec, lifeline *bufio.Reader, send func(reaperReport)) {
+func reap(cmd *exec.Cmd, s reaperSpec, lifeline *bufio.Reader, sigs <-chan os.Signal, send func(reaperReport)) {
 	self := os.Getpid()
 	exited := make(chan *exitStatus, 1)
 	go func() {
@@ -168,10 +173,6 @@ func reap(cmd *exec.Cmd, s reaperSpec, lifeline *bufio.Reader, send func(reaperR
 			}
 		}
 	}()
-	// Signals sent to the reaper are the command's (the one-shot form
-	// forwards Ctrl-C here): passed on, never obeyed.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
 	for {
 		select {
 		case e := <-exited:

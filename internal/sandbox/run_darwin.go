@@ -175,9 +175,10 @@ func (s *darwinSandbox) run(ctx context.Context, c *Command, dryRun bool) (Resul
 	return res, err
 }
 
-// env is a call's environment: the policy's, with HOME the private home
-// (or the home itself when it is granted, or else the call's temporary
-// directory) and TMPDIR the call's temporary directory.
+// env is a call's environment: the policy's, where there are no mounts to
+// put things where it says: HOME the private home at its own path (or the
+// home itself when it is granted, or else the call's temporary directory)
+// and TMPDIR the call's temporary directory, unless --env set them.
 func (s *darwinSandbox) env(tmp string) []string {
 	home := tmp
 	switch {
@@ -188,10 +189,10 @@ func (s *darwinSandbox) env(tmp string) []string {
 	}
 	var out []string
 	for _, kv := range s.pol.Env() {
-		switch {
-		case strings.HasPrefix(kv, "HOME="):
+		switch kv {
+		case "HOME=" + s.pol.SandboxHome():
 			kv = "HOME=" + home
-		case strings.HasPrefix(kv, "TMPDIR="):
+		case "TMPDIR=/tmp":
 			kv = "TMPDIR=" + tmp
 		}
 		out = append(out, kv)
@@ -503,6 +504,14 @@ running:
 		}
 	}
 
+	if reaperGone && reports != nil {
+		// All it said is read once the report pipe ends: it alone
+		// writes it.
+		for rep := range reports {
+			take(rep)
+		}
+		reports = nil
+	}
 	// Every process of the call killed, by the reaper while it lives (and
 	// a command that starts after the last round, by the reaper on Done).
 	if !reaperGone && ready {
