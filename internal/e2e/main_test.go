@@ -136,7 +136,12 @@ func newEnv(t *testing.T) *env {
 	if builtHere {
 		sourcesOnce.Do(readSources)
 	}
-	home := t.TempDir()
+	// As the server names it: on macOS the temporary directories are
+	// under /var, which is /private/var.
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ws := filepath.Join(home, "proj")
 	for _, f := range []struct{ path, body string }{
 		{"proj/README", "the workspace\n"},
