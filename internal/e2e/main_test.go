@@ -158,10 +158,18 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
+	path := "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	if runtime.GOOS == "darwin" {
+		// Homebrew's, where its git is (on Intel in /usr/local/bin): as
+		// on most Macs, and not /usr/bin/git, Xcode's shim, which
+		// complains that it cannot write its cache in the shared
+		// temporary directory.
+		path = "/opt/homebrew/bin:" + path
+	}
 	return &env{t: t, home: home, ws: ws, stderr: &syncBuffer{}, vars: []string{
 		"HOME=" + home,
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+		"PATH=" + path,
 		"LANG=C.UTF-8",
 		"NSB_TEST_SECRET=" + secretValue,
 		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),

@@ -121,7 +121,7 @@ func TestServerTimeoutKeepsPartialOutput(t *testing.T) {
 	e := newEnv(t)
 	s := e.serve("--timeout", "1s")
 	m := sleepMarker()
-	res, out := s.sh(t, "echo started; (setsid sleep "+m+" &) ; sleep "+m)
+	res, out := s.sh(t, "echo started; ("+setsid+" sleep "+m+" &) ; sleep "+m)
 	if !res.IsError || !out.TimedOut || out.Stdout != "started\n" {
 		t.Fatalf("got isError=%v %+v, want a timeout with the partial output", res.IsError, out)
 	}
