@@ -10,7 +10,7 @@ import (
 // Capabilities is what this machine can enforce, found once at start.
 type Capabilities struct {
 	OS, Arch string
-	Kernel   string // kernel release, where there is one
+	Kernel   string // kernel release, where there is one (on macOS the system's version too)
 	// LandlockABI is the Landlock ABI version; 0 if Landlock is missing
 	// (Linux only).
 	LandlockABI int
@@ -92,7 +92,11 @@ func (c Capabilities) Refusal() *Refusal {
 func (c Capabilities) Report() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "platform      %s/%s", c.OS, c.Arch)
-	if c.Kernel != "" {
+	switch {
+	case c.Kernel == "":
+	case c.OS == "darwin":
+		fmt.Fprintf(&b, ", %s", c.Kernel) // macOS 14.7 (Darwin 23.6.0)
+	default:
 		fmt.Fprintf(&b, ", kernel %s", c.Kernel)
 	}
 	b.WriteString("\n")

@@ -633,7 +633,7 @@ func TestSeatbeltReport(t *testing.T) {
 	caps := Capabilities{OS: "darwin", Arch: "arm64", Kernel: "macOS 14.7 (Darwin 23.6.0)", Identity: "the caller, uid 501"}
 	report := caps.Report()
 	for _, want := range []string{
-		"platform      darwin/arm64, kernel macOS 14.7 (Darwin 23.6.0)\n",
+		"platform      darwin/arm64, macOS 14.7 (Darwin 23.6.0)\n",
 		"seatbelt      ok    /usr/bin/sandbox-exec",
 		"processes     ok    a process group and a reaper",
 		"network       ok    none",
