@@ -133,7 +133,7 @@ func (s *darwinSandbox) run(ctx context.Context, c *Command, dryRun bool) (Resul
 	}
 	defer removeTree(tmp)
 
-	plan := s.static.call(tmp, git.Protect, terminalOf(c), seatbeltCanon)
+	plan := s.static.call(tmp, git.Protect, stdioOf(c), seatbeltCanon)
 	profile, params := plan.render()
 	argv := seatbeltArgs(profile, params, s.self)
 	env := s.env(tmp)
@@ -208,21 +208,42 @@ func argvBytes(argv, env []string) int {
 	return n
 }
 
-// terminalOf returns the path of the terminal c's stdio is, or "".
-func terminalOf(c *Command) string {
-	for _, x := range []any{c.Stdin, c.Stdout, c.Stderr} {
+// stdioOf returns what c passes as files for the command's stdio (the
+// one-shot form's): terminals, and regular files a shell redirected,
+// as the kernel names them. Pipes and sockets need no rule.
+func stdioOf(c *Command) []sbStdio {
+	var out []sbStdio
+	seen := map[string]bool{}
+	for i, x := range []any{c.Stdin, c.Stdout, c.Stderr} {
 		f, ok := x.(*os.File)
 		if !ok || f == nil {
 			continue
 		}
-		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TIOCGETA); err != nil {
+		fd := int(f.Fd())
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
 			continue
 		}
-		if p, err := fdPath(int(f.Fd())); err == nil && strings.HasPrefix(p, "/dev/") {
-			return p
+		kind := stdioOutput
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFCHR:
+			if _, err := unix.IoctlGetTermios(fd, unix.TIOCGETA); err != nil {
+				continue // /dev/null and its kind: the profile allows them
+			}
+			kind = stdioTerminal
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			continue
+		case i == 0:
+			kind = stdioInput
 		}
+		p, err := fdPath(fd)
+		if err != nil || !filepath.IsAbs(p) || seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, sbStdio{p, kind})
 	}
-	return ""
+	return out
 }
 
 // reaperProc is a call's sandbox-exec, then its reaper: the same process.

@@ -191,21 +191,36 @@ type seatbeltPlan struct {
 	reads  []sbRule
 	writes []sbRule
 	self   string
-	// tty is the terminal the command was given (the one-shot form run
-	// from a terminal), or "": it alone of the user's terminals is open
-	// to the command.
-	tty string
+	// stdio is what the command was given as its stdio in the one-shot
+	// form: the terminal it runs in (it alone of the user's terminals is
+	// open to the command), or files the shell redirected from or to,
+	// which may lie where the command may not read or write otherwise.
+	stdio []sbStdio
 	// proxyPort is the loopback port of the server's proxy, or 0 for no
 	// network at all. TODO(#12): set once the proxy serves macOS.
 	proxyPort int
 }
 
+// sbStdio is a file given to the command as its stdio.
+type sbStdio struct {
+	path string // as the kernel names it (F_GETPATH of the descriptor)
+	kind stdioKind
+}
+
+type stdioKind uint8
+
+const (
+	stdioTerminal stdioKind = iota // read, written and controlled (ioctl)
+	stdioInput                     // read
+	stdioOutput                    // written
+)
+
 // call completes the shared rules with one call's: its private temporary
-// directory tmp, git's protections, and the terminal tty
-// ("" for none), each carve-out with pins on the directories above it up
-// to its writable root.
-func (st *seatbeltStatic) call(tmp string, prots []gitguard.Protection, tty string, canon canonFunc) *seatbeltPlan {
-	pl := &seatbeltPlan{self: st.self, tty: tty}
+// directory tmp, git's protections, and the stdio it was given, each
+// carve-out with pins on the directories above it up to its writable
+// root.
+func (st *seatbeltStatic) call(tmp string, prots []gitguard.Protection, stdio []sbStdio, canon canonFunc) *seatbeltPlan {
+	pl := &seatbeltPlan{self: st.self, stdio: stdio}
 	tmp = canon(tmp, true)
 	pl.reads = append(append(pl.reads, st.reads...), sbRule{sbShow, tmp})
 	roots := append(append([]string(nil), st.writable...), tmp)
@@ -309,10 +324,14 @@ func (pl *seatbeltPlan) render() (profile string, params []sbParam) {
 	b.WriteString("\n;; This binary, which runs first in the sandbox to start and end the command.\n")
 	params = append(params, sbParam{"SELF", pl.self})
 	b.WriteString("(allow file-read* process-exec* (literal (param \"SELF\")))\n")
-	if pl.tty != "" {
-		b.WriteString(";; The terminal the command was given.\n")
-		params = append(params, sbParam{"TTY", pl.tty})
-		b.WriteString("(allow file-read-data file-write-data file-ioctl (literal (param \"TTY\")))\n")
+	for i, f := range pl.stdio {
+		if i == 0 {
+			b.WriteString(";; What the command was given as its stdio.\n")
+		}
+		name := fmt.Sprintf("STDIO_%d", i)
+		params = append(params, sbParam{name, f.path})
+		ops := [...]string{"file-read-data file-write-data file-ioctl", "file-read-data", "file-write-data"}[f.kind]
+		fmt.Fprintf(&b, "(allow %s (literal (param %q)))\n", ops, name)
 	}
 	if pl.proxyPort > 0 {
 		b.WriteString(";; The server's proxy, the only way out.\n")

@@ -62,7 +62,7 @@ type seatbeltCase struct {
 	fs    *fakeFS
 	links map[string]string
 	prots []gitguard.Protection
-	tty   string
+	stdio []sbStdio
 	proxy int
 }
 
@@ -120,11 +120,13 @@ func seatbeltCases() []seatbeltCase {
 			links: map[string]string{tHome + "/.ssh": "/Volumes/keys/ssh"},
 		},
 		{
-			// The one-shot form on a terminal, and (later, #12) the proxy.
-			name:  "tty-proxy",
-			pol:   &policy.Policy{Workspace: "/tmp/ws", Grants: []policy.Grant{{Path: "/tmp/ws", Writable: true, Dir: true, Flag: "--workspace"}}},
-			fs:    newFakeFS("/tmp/ws/"),
-			tty:   "/dev/ttys003",
+			// The one-shot form on a terminal, its output redirected to a
+			// file in the home; and (later, #12) the proxy.
+			name: "stdio-proxy",
+			pol:  &policy.Policy{Workspace: "/tmp/ws", Home: tHome, Grants: []policy.Grant{{Path: "/tmp/ws", Writable: true, Dir: true, Flag: "--workspace"}}},
+			fs:   newFakeFS("/tmp/ws/"),
+			stdio: []sbStdio{{"/dev/ttys003", stdioTerminal}, {tHome + "/in.txt", stdioInput},
+				{tHome + "/build.log", stdioOutput}},
 			proxy: 41234,
 		},
 	}
@@ -133,7 +135,7 @@ func seatbeltCases() []seatbeltCase {
 func (c seatbeltCase) render() (*seatbeltPlan, string, []sbParam) {
 	canon := fakeCanon(c.links)
 	st := planSeatbelt(c.pol, tSelf, c.fs, canon)
-	pl := st.call(tTmp, c.prots, c.tty, canon)
+	pl := st.call(tTmp, c.prots, c.stdio, canon)
 	pl.proxyPort = c.proxy
 	text, params := pl.render()
 	return pl, text, params
@@ -257,11 +259,17 @@ func TestSeatbeltDecisions(t *testing.T) {
 			{"file-read-data", tHome + "/Library/Keychains/login.keychain-db", false},
 			{"file-write-data", tHome + "/notes.txt", false},
 		}},
-		{"tty-proxy", []access{
+		{"stdio-proxy", []access{
 			{"file-write-data", "/private/tmp/ws/x", true},
 			{"file-read-data", "/dev/ttys003", true},
 			{"file-ioctl", "/dev/ttys003", true},
 			{"file-read-data", "/dev/ttys004", false},
+			{"file-read-data", tHome + "/in.txt", true},
+			{"file-write-data", tHome + "/in.txt", false},
+			{"file-write-data", tHome + "/build.log", true},
+			{"file-read-data", tHome + "/build.log", false},
+			{"file-write-unlink", tHome + "/build.log", false},
+			{"file-read-data", tHome + "/other", false},
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,7 +316,7 @@ func TestSeatbeltHostileNames(t *testing.T) {
 		}}
 		canon := fakeCanon(nil)
 		st := planSeatbelt(p, names[3]+"/bin/nanosandbox-mcp", newFakeFS(ws+"/"), canon)
-		return st.call(names[0]+"/tmp", []gitguard.Protection{{Path: ws + "/.git/config"}}, "", canon).render()
+		return st.call(names[0]+"/tmp", []gitguard.Protection{{Path: ws + "/.git/config"}}, []sbStdio{{names[1] + "/out", stdioOutput}}, canon).render()
 	}
 	text, params := build(hostile)
 	checkProfile(t, text, params)
@@ -357,7 +365,7 @@ func TestSeatbeltCanonical(t *testing.T) {
 	}
 	canon := fakeCanon(links)
 	st := planSeatbelt(p, "/tmp/bin/nanosandbox-mcp", newFakeFS("/Users/me/.aws@"), canon)
-	pl := st.call("/var/folders/x/T/call-1", []gitguard.Protection{{Path: "/tmp/ws/.git", Link: true}, {Path: "/tmp/ws/.git/config"}}, "", canon)
+	pl := st.call("/var/folders/x/T/call-1", []gitguard.Protection{{Path: "/tmp/ws/.git", Link: true}, {Path: "/tmp/ws/.git/config"}}, nil, canon)
 	_, params := pl.render()
 	values := map[string]bool{}
 	for _, prm := range params {
