@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"embed"
 	"flag"
 	"fmt"
 	"maps"
@@ -18,6 +19,12 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
+
+// goldenFiles are the golden profiles, built into the test binary: .ci/run
+// runs it from elsewhere, as another user.
+//
+//go:embed testdata/*.sbpl
+var goldenFiles embed.FS
 
 // fakeCanon resolves paths as macOS does, for the tests: /tmp, /var and
 // /etc lead under /private, and links adds other symlinks (path -> target).
@@ -164,8 +171,9 @@ func TestSeatbeltGolden(t *testing.T) {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
+				return
 			}
-			want, err := os.ReadFile(path)
+			want, err := goldenFiles.ReadFile(path)
 			if err != nil {
 				t.Fatalf("%v (run go test -update to create it)", err)
 			}
