@@ -18,12 +18,12 @@ Usage:
   %[1]s --version | --help
 
 Commands can write only in the workspace, the --writable paths and a private
-/tmp; they read the rest of the system, minus your home directory, credential
-files and host /tmp. They have no network but HTTP(S) through the server's
-proxy to the hosts --allow-net lists (anything else gets 403 from it at once),
-no capabilities, and see only their own processes. Git's hooks and config stay
-read-only, and repositories a command makes are judged by your git before the
-result returns.
+/tmp (on macOS: $TMPDIR); they read the rest of the system, minus your home
+directory, credential files and host /tmp. They have no network but HTTP(S)
+through the server's proxy to the hosts --allow-net lists (anything else gets
+403 from it at once), no capabilities, and see only their own processes. Git's
+hooks and config stay read-only, and repositories a command makes are judged
+by your git before the result returns.
 
 Options:
 `, name)
@@ -39,8 +39,9 @@ A one-shot command (after --) has no time limit unless --timeout is given, and
 exits with its own status (128+N for signal N, 127 not found, 126 not
 executable, 125 sandbox setup failed, 124 timed out).
 
-Linux needs Landlock (kernel 5.13+) and user namespaces; macOS is not supported
-yet; Windows is refused.
+Linux needs Landlock (kernel 5.13+) and user namespaces; macOS needs
+/usr/bin/sandbox-exec (macOS 12+), holds limits with rlimits only, and refuses
+--memory, --tmp-size and --cpus; Windows is refused.
 `)
 	return b.String()
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,24 +25,28 @@ func TestEscapeWriteWorkspaceAndTmp(t *testing.T) {
 	})
 
 	name := uniqueMarker(t)
+	tmp := sandboxTmp()
 	t.Run("private tmp", func(t *testing.T) {
 		e := e.in(t)
-		e.mustAllow(nil, `echo x > /tmp/`+name+` && test "$(cat /tmp/`+name+`)" = x`)
+		e.mustAllow(nil, `echo x > `+tmp+`/`+name+` && test "$(cat `+tmp+`/`+name+`)" = x`)
 		if _, err := os.Lstat("/tmp/" + name); err == nil {
 			t.Errorf("/tmp/%s written inside the sandbox appeared in the host's /tmp", name)
+		}
+		if runtime.GOOS == "darwin" {
+			e.mustDeny(nil, `echo x > /tmp/`+name) // the host's, shared
 		}
 	})
 
 	t.Run("tmp is fresh per call", func(t *testing.T) {
 		e := e.in(t)
-		e.mustAllow(nil, `echo x > /tmp/fresh-`+name)
-		if ok, out := e.try(nil, `ls -A /tmp; test ! -e /tmp/fresh-`+name); !ok {
-			t.Errorf("a file from the previous call is still in /tmp: %s", out)
+		e.mustAllow(nil, `echo x > `+tmp+`/fresh-`+name)
+		if ok, out := e.try(nil, `ls -A `+tmp+`; test ! -e `+tmp+`/fresh-`+name); !ok {
+			t.Errorf("a file from the previous call is still in %s: %s", tmp, out)
 		}
 		s := e.serve()
-		s.sh(t, `echo x > /tmp/fresh-`+name)
-		if _, out := s.sh(t, `test ! -e /tmp/fresh-`+name+` && echo fresh`); out.Stdout != "fresh\n" {
-			t.Errorf("over MCP, a file from the previous call is still in /tmp: %+v", out)
+		s.sh(t, `echo x > `+tmp+`/fresh-`+name)
+		if _, out := s.sh(t, `test ! -e `+tmp+`/fresh-`+name+` && echo fresh`); out.Stdout != "fresh\n" {
+			t.Errorf("over MCP, a file from the previous call is still in %s: %+v", tmp, out)
 		}
 	})
 
@@ -132,6 +137,7 @@ func TestEscapeWriteOutside(t *testing.T) {
 }
 
 func TestEscapeHomeWrites(t *testing.T) {
+	linuxOnly(t, "the private home is mounted at the home's path (macOS: TestEscapeHomeWritesMacOS)")
 	e := newEnv(t)
 	names := func() []string {
 		ents, _ := os.ReadDir(e.home)
@@ -247,13 +253,13 @@ func TestEscapeReadAllowed(t *testing.T) {
 	if out := e.mustAllow(nil, `/usr/bin/id -u`); strings.TrimSpace(out) != strconv.Itoa(os.Getuid()) {
 		t.Errorf("/usr/bin/id -u says %q, want the caller's uid %d", out, os.Getuid())
 	}
-	for _, b := range []string{"/usr/bin/env", "/usr/bin/git", "/usr/bin/perl", "/usr/bin/python3", "/usr/bin/ls"} {
+	for _, b := range []string{"/usr/bin/env", "/usr/bin/git", "/usr/bin/perl", "/usr/bin/python3", "/usr/bin/ls", "/bin/ls"} {
 		if _, err := os.Stat(b); err != nil {
 			continue
 		}
-		arg := "--version"
-		if b == "/usr/bin/env" {
-			arg = "true"
+		arg := map[string]string{"/usr/bin/env": "true", "/usr/bin/ls": "/", "/bin/ls": "/"}[b]
+		if arg == "" {
+			arg = "--version"
 		}
 		e.mustAllow(nil, b+" "+arg+" >/dev/null")
 	}
@@ -301,6 +307,7 @@ func TestEscapeReadOnlyCarveOut(t *testing.T) {
 		})
 	}
 	t.Run("mount calls", func(t *testing.T) {
+		linuxOnly(t, "mounts")
 		e := e.in(t)
 		e.wantDenied(flags, "umount", lib)
 		e.wantDenied(flags, "umount", cfg)

@@ -36,7 +36,7 @@ func TestEscapeGitProtected(t *testing.T) {
 		{"write config", `echo '[core]hooksPath = /tmp' >> .git/config`},
 		{"git config", `git config core.hooksPath /tmp`},
 		{"git config fsmonitor", `git config core.fsmonitor 'touch /tmp/pwned'`},
-		{"replace config", `cp .git/config /tmp/c && echo '[core]fsmonitor = x' >> /tmp/c && mv /tmp/c .git/config`},
+		{"replace config", `cp .git/config "$TMPDIR/c" && echo '[core]fsmonitor = x' >> "$TMPDIR/c" && mv "$TMPDIR/c" .git/config`},
 		{"rename over config", `cp .git/config .git/c2 && mv .git/c2 .git/config`},
 		{"remove config", `rm -f .git/config`},
 		{"write a hook", `echo 'touch /tmp/pwned' >> .git/hooks/pre-commit`},
@@ -64,6 +64,7 @@ func TestEscapeGitProtected(t *testing.T) {
 		})
 	}
 	t.Run("mount calls", func(t *testing.T) {
+		linuxOnly(t, "mounts")
 		e := e.in(t)
 		e.wantDenied(nil, "umount", filepath.Join(dotgit, "hooks"))
 		e.wantDenied(nil, "umount", filepath.Join(dotgit, "config"))

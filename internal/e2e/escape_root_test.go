@@ -72,6 +72,7 @@ func rootOnly(t *testing.T) (files, dirs []string) {
 }
 
 func TestEscapeRootOnlyFiles(t *testing.T) {
+	linuxOnly(t, "a root caller (refused on macOS)")
 	e := newEnv(t)
 	files, dirs := rootOnly(t)
 	t.Logf("root-only here: %d files, among them %v; %d directories, among them %v", len(files), files[:min(len(files), 6)], len(dirs), dirs[:min(len(dirs), 6)])
@@ -217,6 +218,7 @@ func TestEscapeRootOnlyFiles(t *testing.T) {
 // refused at start, with the fix. For another caller, whose commands are
 // the caller, the same layouts work.
 func TestRootCallerLayouts(t *testing.T) {
+	linuxOnly(t, "a root caller's idmapped mounts (refused on macOS)")
 	e := newEnv(t)
 	root := os.Getuid() == 0
 	want := func(t *testing.T, args []string, stdout, stderr string, code int, cause, fix string) {

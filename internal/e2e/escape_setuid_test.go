@@ -44,6 +44,7 @@ func wantNoPrivilegeBits(t *testing.T, path string) {
 }
 
 func TestEscapeSetuidBits(t *testing.T) {
+	linuxOnly(t, "the seccomp filter's mode checks, made by the attack helper (macOS: TestEscapeSetugidMacOS)")
 	e := newEnv(t)
 	host := t.TempDir()
 	modes := []struct{ name, mode string }{
@@ -143,6 +144,7 @@ func hostSetuidProgram() string {
 }
 
 func TestEscapeSetuidTools(t *testing.T) {
+	linuxOnly(t, "GNU tools and file capabilities (macOS: TestEscapeSetugidMacOS)")
 	e := newEnv(t)
 	// A setuid program of our own, in a directory granted read-only.
 	ro, err := os.MkdirTemp("", "nsb-escape-suid-")

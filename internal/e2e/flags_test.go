@@ -43,6 +43,7 @@ func TestBadFlagSaysWhatWasTyped(t *testing.T) {
 // KiB, MiB, GiB, TiB binary ones, as in GNU coreutils; --check shows each
 // limit the way it was meant.
 func TestSizeUnits(t *testing.T) {
+	linuxOnly(t, "--memory (refused on macOS)")
 	e := newEnv(t)
 	for _, tt := range []struct{ memory, want string }{
 		{"4GB", "memory         4 GB "},

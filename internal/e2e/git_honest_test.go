@@ -134,7 +134,7 @@ func TestGitNoRepositoryNoTrace(t *testing.T) {
 	}
 	e.write("go.mod", "module example.com/x\n\ngo 1.22\n", 0o644)
 	e.write("main.go", "package main\n\nfunc main() {}\n", 0o644)
-	res := e.mustAllow(nil, `ls -a; `+goBin+` build -o /tmp/x . && echo built`)
+	res := e.mustAllow(nil, `ls -a; `+goBin+` build -o "${TMPDIR:-/tmp}/x" . && echo built`)
 	if !strings.Contains(res, "built") {
 		t.Errorf("go build: %s", res)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,13 +187,13 @@ func snapshot(t *testing.T, root string) string {
 }
 
 // daemonsWith lists host processes running the marker program itself (a
-// copy in the sandbox's /tmp named after the marker), not those that merely
-// mention it.
+// copy in the sandbox's temporary directory named after the marker), not
+// those that merely mention it.
 func daemonsWith(marker string) []string {
 	var out []string
 	for _, p := range processesWith(marker) {
 		_, cmdline, _ := strings.Cut(p, ": ")
-		if strings.HasPrefix(cmdline, "/tmp/"+marker+" ") {
+		if prog, _, _ := strings.Cut(cmdline, " "); filepath.Base(prog) == marker {
 			out = append(out, p)
 		}
 	}
@@ -211,14 +212,18 @@ func waitRunning(t *testing.T, marker string, d time.Duration) {
 	}
 }
 
+// setsid is a shell prefix that runs the rest in a session of its own:
+// util-linux's setsid, or on macOS, which has none, perl's.
+var setsid = map[bool]string{false: "setsid", true: `perl -MPOSIX -e "POSIX::setsid() or die; exec @ARGV"`}[runtime.GOOS == "darwin"]
+
 // daemonScript starts a setsid double-forked daemon that ignores SIGHUP,
 // SIGINT and SIGTERM, running a copy of sleep named after the marker in the
-// private /tmp, then runs wait. The marker reaches the script in two pieces
+// sandbox's temporary directory, then runs wait. The marker reaches the script in two pieces
 // ($1 and $2), so only the daemon's own command line holds it whole.
 func daemonScript(marker, wait string) []string {
 	half := len(marker) / 2
-	script := `M="$1$2"; cp /bin/sleep "/tmp/$M" || exit 9
-(setsid sh -c 'trap "" HUP INT TERM; exec "$0" 600' "/tmp/$M" </dev/null >/dev/null 2>&1 &)
+	script := `M="$1$2"; T="${TMPDIR:-/tmp}"; cp /bin/sleep "$T/$M" || exit 9
+(` + setsid + ` sh -c 'trap "" HUP INT TERM; exec "$0" 600' "$T/$M" </dev/null >/dev/null 2>&1 &)
 echo started
 ` + wait
 	return []string{"sh", "-c", script, "sh", marker[:half], marker[half:]}

@@ -22,6 +22,7 @@ func wantLimit(t *testing.T, isError bool, txt string, out output, limit string)
 }
 
 func TestLimitForkBombIsContained(t *testing.T) {
+	linuxOnly(t, "a process limit that reports when it is reached (macOS counts RLIMIT_NPROC over all the user's processes)")
 	e := newEnv(t)
 	s := e.serve("--max-processes", "64", "--timeout", "20s")
 	m := sleepMarker()
@@ -58,6 +59,7 @@ func isDone(c <-chan struct{}) bool {
 }
 
 func TestLimitMemoryBomb(t *testing.T) {
+	linuxOnly(t, "a memory limit (macOS refuses --memory)")
 	e := newEnv(t)
 	e.attackPath()
 	s := e.serve("--memory", "256MiB")
@@ -79,6 +81,7 @@ func TestLimitHugeFile(t *testing.T) {
 }
 
 func TestLimitTmpSize(t *testing.T) {
+	linuxOnly(t, "a private tmpfs (macOS refuses --tmp-size)")
 	e := newEnv(t)
 	s := e.serve("--tmp-size", "8MiB")
 	res, out := s.sh(t, "head -c 20000000 /dev/zero > /tmp/fill")
@@ -100,6 +103,7 @@ func TestLimitCPUSpinner(t *testing.T) {
 }
 
 func TestLimitDefaultsLetBigProgramsStart(t *testing.T) {
+	linuxOnly(t, "default memory and process limits that count threads (macOS holds no memory limit)")
 	e := newEnv(t)
 	e.attackPath()
 	s := e.serve()
@@ -120,6 +124,7 @@ func TestLimitDefaultsLetBigProgramsStart(t *testing.T) {
 }
 
 func TestLimitRefusedWithoutMechanism(t *testing.T) {
+	linuxOnly(t, "cgroup v2 and rlimits (macOS: TestLimitRefusedOnMacOS)")
 	if reason := cgroup2Reason(); reason == "" {
 		t.Skip("this machine has a delegated cgroup v2, which holds --cpus")
 	}

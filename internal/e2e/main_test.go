@@ -130,13 +130,18 @@ func (s *syncBuffer) String() string {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("the sandbox runs on Linux only for now")
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("the sandbox runs on Linux and macOS only")
 	}
 	if builtHere {
 		sourcesOnce.Do(readSources)
 	}
-	home := t.TempDir()
+	// As the server names it: on macOS the temporary directories are
+	// under /var, which is /private/var.
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ws := filepath.Join(home, "proj")
 	for _, f := range []struct{ path, body string }{
 		{"proj/README", "the workspace\n"},
@@ -153,10 +158,18 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
+	path := "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	if runtime.GOOS == "darwin" {
+		// Homebrew's, where its git is (on Intel in /usr/local/bin): as
+		// on most Macs, and not /usr/bin/git, Xcode's shim, which
+		// complains that it cannot write its cache in the shared
+		// temporary directory.
+		path = "/opt/homebrew/bin:" + path
+	}
 	return &env{t: t, home: home, ws: ws, stderr: &syncBuffer{}, vars: []string{
 		"HOME=" + home,
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+		"PATH=" + path,
 		"LANG=C.UTF-8",
 		"NSB_TEST_SECRET=" + secretValue,
 		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
@@ -284,8 +297,38 @@ func (s *session) sh(t *testing.T, script string) (*mcp.CallToolResult, output) 
 	return s.call(t, map[string]any{"command": "sh", "args": []string{"-c", script}})
 }
 
+// linuxOnly skips t on macOS, saying why the row is Linux's alone.
+func linuxOnly(t *testing.T, why string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only: " + why)
+	}
+}
+
+// sandboxTmp is where a command writes temporary files, as a shell
+// expression: /tmp is private on Linux; on macOS /tmp is the host's, and
+// read-only, and $TMPDIR a directory of the call's own.
+func sandboxTmp() string {
+	if runtime.GOOS == "darwin" {
+		return `"$TMPDIR"`
+	}
+	return "/tmp"
+}
+
+// cacheDir is where the server under test keeps its state (the private
+// homes) for the home it runs with: os.UserCacheDir's answer.
+func cacheDir(home string) string {
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Caches", "nanosandbox-mcp")
+	}
+	return filepath.Join(home, ".cache", "nanosandbox-mcp")
+}
+
 // processesWith lists host processes whose command line contains marker.
 func processesWith(marker string) []string {
+	if runtime.GOOS == "darwin" {
+		return psWith(marker)
+	}
 	var found []string
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -295,6 +338,23 @@ func processesWith(marker string) []string {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && bytes.Contains(b, []byte(marker)) {
 			found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
+}
+
+// psWith is processesWith where there is no /proc: ps lists every
+// process with its whole command line.
+func psWith(marker string) []string {
+	out, err := exec.Command("ps", "-axww", "-o", "pid=,command=").Output()
+	if err != nil {
+		return []string{"ps: " + err.Error()} // never "none left"
+	}
+	var found []string
+	for _, line := range strings.Split(string(out), "\n") {
+		pid, cmdline, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if ok && strings.Contains(cmdline, marker) && !strings.Contains(cmdline, "ps -axww") {
+			found = append(found, pid+": "+strings.TrimSpace(cmdline))
 		}
 	}
 	return found

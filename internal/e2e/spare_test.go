@@ -68,6 +68,7 @@ func waitPidsGone(t *testing.T, pids []int, d time.Duration) {
 }
 
 func TestSpareHelper(t *testing.T) {
+	linuxOnly(t, "a helper kept for the next call (macOS keeps none)")
 	t.Run("ends with the server", func(t *testing.T) {
 		e := newEnv(t)
 		s := e.serve()
@@ -123,6 +124,7 @@ func TestSpareHelper(t *testing.T) {
 // starts the exec stage only once the sandbox's root (with the host's
 // libraries) is built.
 func TestDynamicBinary(t *testing.T) {
+	linuxOnly(t, "ELF interpreters")
 	if dynamicBin == "" {
 		if dynamicWhy == "" {
 			dynamicWhy = "binaries were given (NANOSANDBOX_BIN) without NANOSANDBOX_DYNAMIC_BIN"

@@ -3,6 +3,7 @@ package gitguard
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -46,6 +47,24 @@ func renameNoReplace(dirfd int, from, to string) error {
 	return unix.RenameatxNp(dirfd, from, dirfd, to, unix.RENAME_EXCL)
 }
 
-// allowRead is Linux's only: on macOS a directory the server cannot read
-// stays unread (and the scan skips it).
-func allowRead(string) bool { return false }
+// allowRead gives the owner back read and search permission on a directory
+// that has none: a command can take it away to hide a repository from the
+// scan, and the user (the same uid) could give it back later, as on Linux
+// (file_linux.go). It reports whether it changed anything. The directory
+// is changed through its parent, opened refusing symlinks, and is never
+// followed itself. A directory an access control list closes (chmod +a)
+// stays closed, and unread: the user's tools cannot enter it either until
+// the user removes the entry on purpose.
+func allowRead(path string) bool {
+	parent, err := openNoSymlinks(filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(parent)
+	name := filepath.Base(path)
+	var st unix.Stat_t
+	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+		return false
+	}
+	return unix.Fchmodat(parent, name, uint32(st.Mode&0o7777|0o700), unix.AT_SYMLINK_NOFOLLOW) == nil
+}

@@ -401,3 +401,31 @@ func TestManyRepositories(t *testing.T) {
 		t.Error("planted code ran")
 	}
 }
+
+// TestHiddenByPermissionsIsJudged: a command takes every permission off a
+// directory holding a repository it planted, so that no scan reads it; the
+// user, the same uid, may give them back later. The guard gives the owner
+// back read and search permission and judges what is there.
+func TestHiddenByPermissionsIsJudged(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every directory, whatever its mode")
+	}
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watching", true: "walking"}[walk], func(t *testing.T) {
+			f := newFixture(t)
+			f.walk = walk
+			f.sh("git init -q")
+			f.start()
+			notes := f.call(`mkdir d && git init -q d/sub && git -C d/sub config core.fsmonitor "$PWN" && chmod 000 d`)
+			d := filepath.Join(f.root, "d")
+			t.Cleanup(func() { os.Chmod(d, 0o755) })
+			os.Chmod(d, 0o755) // what the user may do later
+			if f.userGit("d/sub") {
+				t.Errorf("the user's git ran what was planted behind a closed directory; notes: %q", notes)
+			}
+			if !strings.Contains(strings.Join(notes, "\n"), "moved d/sub/.git aside") {
+				t.Errorf("notes %q, want d/sub/.git moved aside", notes)
+			}
+		})
+	}
+}

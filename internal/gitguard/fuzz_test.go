@@ -45,7 +45,7 @@ func FuzzResolve(f *testing.F) {
 	f.Add([]byte("gitdir: /dev/zero\n"), []byte(""), []byte("[include]\npath=/etc/passwd\n"))
 	f.Add([]byte("gitdir: ../../../../x\n"), []byte("/\n"), []byte("\x00\x00"))
 	f.Fuzz(func(t *testing.T, gitfile, commondir, config []byte) {
-		root := t.TempDir()
+		root, _ := filepath.EvalSymlinks(t.TempDir()) // canonical, as the guard's roots are
 		g := filepath.Join(root, "sub", "g")
 		os.MkdirAll(g, 0o755)
 		os.MkdirAll(filepath.Join(root, "c"), 0o755)

@@ -28,7 +28,12 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Skip("needs git on PATH")
 	}
-	dir := t.TempDir()
+	// Canonical, as the guard's roots are: on macOS /var is /private/var,
+	// and the guard follows no symlink.
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := &fixture{t: t, root: filepath.Join(dir, "ws"), home: filepath.Join(dir, "home"), git: git}
 	f.marker = filepath.Join(f.home, "PWNED")
 	for _, d := range []string{f.root, f.home} {

@@ -37,7 +37,7 @@ func candidatesOf(dir string, flags uint8, parentFlags uint8) []candidate {
 	// the directory commondir names. (HEAD with refs/ alone is a reflog
 	// directory, .git/logs.)
 	gitLike := flags&hasHEAD != 0 && (flags&hasObjects != 0 && flags&hasRefs != 0 || flags&hasCommondir != 0)
-	if gitLike && !(filepath.Base(dir) == ".git" && parentFlags&hasDotgit != 0) {
+	if gitLike && !(markerOf(filepath.Base(dir)) == hasDotgit && parentFlags&hasDotgit != 0) {
 		out = append(out, candidate{entry: dir, bare: true})
 	}
 	return out
@@ -165,22 +165,6 @@ func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident,
 	}
 	sort.Strings(kept)
 	return f, identOf(&st), flags, kept, nil
-}
-
-// walkCandidates walks roots and returns every candidate, sorted.
-func walkCandidates(roots []string, skip func(string) bool) ([]candidate, error) {
-	var out []candidate
-	w := &walker{skip: skip, visit: func(path string, _ int, _ ident, flags, parentFlags uint8, _ []string) error {
-		out = append(out, candidatesOf(path, flags, parentFlags)...)
-		return nil
-	}}
-	for _, r := range roots {
-		if err := w.walk(r, 0); err != nil {
-			return nil, err
-		}
-	}
-	sortCandidates(out)
-	return out, nil
 }
 
 func sortCandidates(c []candidate) {

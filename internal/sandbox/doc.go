@@ -52,16 +52,34 @@
 // one or systemd gives it one ([JoinScope], systemd_linux.go), else by
 // rlimits, which count less (memory.go).
 //
-// macOS and every other OS: [ErrUnsupported] for now (#2 lands Linux first).
-// What an OS provides is one platform (platform.go); run_other.go is the
-// one for every OS without a sandbox.
+// macOS (arm64, amd64): each command runs under /usr/bin/sandbox-exec with
+// a Seatbelt profile generated for the call (seatbelt.go, no build tag, so
+// Linux tests it; seatbelt_base.sbpl), every path a parameter, never
+// profile text: deny by default, reads but of the hidden home, the shared
+// temporary directories and credentials, writes only below the writable
+// roots but their carve-outs (read-only grants and git's protections, with
+// unlink and rename denied on each directory above them), no network. The
+// server's half is run_darwin.go; the first process inside the sandbox is
+// this binary again, the reaper (reaper_darwin.go), which sets rlimits,
+// starts the command in a process group of its own, and kills every
+// process of its sandbox when the call ends or the server is gone: only a
+// process of the same sandbox may signal them, which tells them apart from
+// the user's own without a pid namespace. A command that kills the reaper
+// first leaves to the server only what it can still tell apart: its
+// process group and session. Limits macOS cannot hold are refused
+// (seatbelt_platform.go).
+//
+// Every other OS: [ErrUnsupported]. What an OS provides is one platform
+// (platform.go); run_other.go is the one for every OS without a sandbox.
 //
 // # What is refused
 //
 // Nothing fails open: a kernel without Landlock, without user namespaces, an
-// architecture without a reviewed seccomp filter, or a policy that needs a
-// mechanism the machine lacks is refused by [Capabilities.Refusal] before the
-// server starts, with the cause and the fix. So is, for a root caller, a
+// architecture without a reviewed seccomp filter, a Mac where sandbox-exec
+// cannot apply a profile (the server itself sandboxed), or a policy that
+// needs a mechanism the machine lacks (on macOS: --memory, --tmp-size and
+// --cpus) is refused by [Capabilities.Refusal] before the server starts,
+// with the cause and the fix. So is, on macOS, a root caller. So is, for a root caller, a
 // grant its commands could not reach as their own uid (a writable path on a
 // filesystem without idmapped mounts, a path below a directory other users
 // may not enter), and --host-network where Landlock cannot scope abstract

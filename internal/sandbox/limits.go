@@ -17,6 +17,9 @@ const (
 	ByRlimit       Mechanism = "rlimit"        // setrlimit in the sandbox's user namespace
 	ByPidNamespace Mechanism = "pid namespace" // the sandbox's pid_max (Linux 6.14+)
 	ByTmpfs        Mechanism = "tmpfs"         // the size of each private tmpfs
+	// ByUserRlimit is RLIMIT_NPROC where it counts every process of the
+	// user, not the sandbox's (macOS).
+	ByUserRlimit Mechanism = "rlimit per user"
 )
 
 // Mechanisms says what holds each limit on this machine.
@@ -27,18 +30,10 @@ type Mechanisms struct {
 	Tmp       Mechanism `json:"tmp"`
 	CPUTime   Mechanism `json:"cpu_time"`
 	CPUs      Mechanism `json:"cpus"`
-}
-
-// usesCgroup reports whether any limit is held by a cgroup.
-func (m Mechanisms) usesCgroup() bool {
-	return m.Memory == ByCgroup || m.Processes == ByCgroup || m.CPUs == ByCgroup
-}
-
-// countsTasks reports whether the process limit is held by a mechanism that
-// reports nothing when it refuses a fork, so that the sandbox counts the
-// command's tasks itself to tell that it was reached.
-func (m Mechanisms) countsTasks() bool {
-	return m.Processes == ByRlimit || m.Processes == ByPidNamespace
+	// Seatbelt is set on macOS, where commands run under Seatbelt: their
+	// temporary files go to $TMPDIR, not /tmp, and there is no loopback.
+	// The model is told (Caveats).
+	Seatbelt bool `json:"-"`
 }
 
 // reservedPids is the kernel's RESERVED_PIDS: once pids wrap, allocation
@@ -51,6 +46,9 @@ const reservedPids = 300
 // refuses a limit nothing here can hold. uid is the caller's: RLIMIT_NPROC
 // does not bind root.
 func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refusal) {
+	if caps.OS == "darwin" {
+		return seatbeltMechanisms(l)
+	}
 	var m Mechanisms
 	cg := caps.Cgroup != ""
 	if l.MemoryBytes > 0 {
@@ -124,6 +122,9 @@ func (m Mechanisms) Report(l policy.Limits) string {
 		procs += fmt.Sprintf(", up to %d more before pids first wrap", reservedPids-1)
 	}
 	line("processes", procs, m.Processes)
+	if m.Processes == ByUserRlimit {
+		indentLines(&b, userRlimitProcesses)
+	}
 	line("file size", policy.FormatSize(l.MaxFileBytes), m.FileSize)
 	line("tmp size", policy.FormatSize(l.TmpBytes)+" each for /tmp, /var/tmp, /run, /dev/shm", m.Tmp)
 	line("cpu time", l.CPUTime.String()+" per process", m.CPUTime)

@@ -16,15 +16,21 @@ var rlimitMemory = []string{
 	"cgroups",
 }
 
-// Caveats tells the model, in a sentence, where a limit is weaker than its
-// value suggests; empty when none is.
+// Caveats tells the model, in a sentence or two, where a limit is weaker
+// than its value suggests, and what differs on macOS; empty when nothing
+// does.
 func (m Mechanisms) Caveats() string {
-	if m.Memory != ByRlimit {
-		return ""
+	var c []string
+	if m.Seatbelt {
+		c = append(c, "On macOS, /tmp is read-only: write temporary files under $TMPDIR, a private directory fresh for each call; "+
+			"there is no network at all, loopback included, and no memory limit.")
 	}
-	return "Memory is limited per process, counting heap, thread stacks and private mappings: " +
-		"shared memory (MAP_SHARED, memfd, SysV), the main thread's stack, pipe and socket buffers, " +
-		"files in /tmp and kernel memory are not counted."
+	if m.Memory == ByRlimit {
+		c = append(c, "Memory is limited per process, counting heap, thread stacks and private mappings: "+
+			"shared memory (MAP_SHARED, memfd, SysV), the main thread's stack, pipe and socket buffers, "+
+			"files in /tmp and kernel memory are not counted.")
+	}
+	return strings.Join(c, " ")
 }
 
 // indentLines writes lines under a limit's value in Report.

@@ -14,8 +14,8 @@ import "context"
 // find that the machine holds less than the probe said and correct caps and
 // mech (a delegated cgroup that proved unusable), or refuse. probe backs
 // [Probe] and [QuickProbe]; childMain backs [ChildMain]. Linux's set is
-// run_linux.go and the files it names; run_other.go is every OS without a
-// sandbox.
+// run_linux.go and the files it names, macOS's run_darwin.go and the files
+// it names; run_other.go is every OS without a sandbox.
 type platform interface {
 	// run runs c as [Sandbox.Run] does. With dryRun it builds the sandbox
 	// and applies every restriction, then runs no program.

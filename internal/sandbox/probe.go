@@ -11,7 +11,7 @@ import (
 type Capabilities struct {
 	OS     string `json:"os"`
 	Arch   string `json:"arch"`
-	Kernel string `json:"kernel,omitempty"` // kernel release, where there is one
+	Kernel string `json:"kernel,omitempty"` // kernel release, where there is one (on macOS the system's version too)
 	// LandlockABI is the Landlock ABI version; 0 if Landlock is missing
 	// (Linux only).
 	LandlockABI int `json:"landlock_abi"`
@@ -36,6 +36,9 @@ type Capabilities struct {
 	// Identity says whom commands run as on the host; empty where it is
 	// not known.
 	Identity string `json:"identity,omitempty"`
+	// Seatbelt is empty when /usr/bin/sandbox-exec can apply a profile,
+	// else why not (macOS only).
+	Seatbelt string `json:"seatbelt_unavailable,omitempty"`
 }
 
 // Probe finds what this machine can enforce, proving by trying what only a
@@ -67,8 +70,7 @@ func (c Capabilities) Refusal() *Refusal {
 	switch c.OS {
 	case "linux":
 	case "darwin":
-		// TODO(#6): the Seatbelt sandbox; until it lands macOS is refused.
-		return &Refusal{Cause: "macOS is not supported yet: the Seatbelt sandbox has not landed", Fix: "run the server on Linux for now"}
+		return c.seatbeltRefusal()
 	case "windows":
 		return &Refusal{Cause: "Windows is not supported: a sandbox there could limit resources, not access", Fix: "run the server in WSL 2, which is Linux"}
 	default:
@@ -93,10 +95,18 @@ func (c Capabilities) Refusal() *Refusal {
 func (c Capabilities) Report() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "platform      %s/%s", c.OS, c.Arch)
-	if c.Kernel != "" {
+	switch {
+	case c.Kernel == "":
+	case c.OS == "darwin":
+		fmt.Fprintf(&b, ", %s", c.Kernel) // macOS 14.7 (Darwin 23.6.0)
+	default:
 		fmt.Fprintf(&b, ", kernel %s", c.Kernel)
 	}
 	b.WriteString("\n")
+	if c.OS == "darwin" {
+		c.seatbeltReport(&b)
+		return b.String()
+	}
 	if c.OS != "linux" {
 		return b.String()
 	}

@@ -22,7 +22,11 @@ func TestRefusal(t *testing.T) {
 		}, "cannot create user namespaces", "apparmor_restrict_unprivileged_userns"},
 		{"no seccomp", func(c *Capabilities) { c.Seccomp = "ENOSYS" }, "seccomp", "CONFIG_SECCOMP_FILTER"},
 		{"another architecture", func(c *Capabilities) { c.Arch = "riscv64" }, "riscv64 is not supported", "amd64"},
-		{"macOS, for now", func(c *Capabilities) { c.OS = "darwin" }, "macOS is not supported yet", "Linux"},
+		{"macOS", func(c *Capabilities) { c.OS, c.LandlockABI = "darwin", 0 }, "", ""},
+		{"macOS without Seatbelt", func(c *Capabilities) {
+			c.OS, c.Seatbelt = "darwin", "sandbox_apply: Operation not permitted"
+		}, "Seatbelt cannot sandbox commands here: sandbox_apply", "outside any other sandbox"},
+		{"macOS on another architecture", func(c *Capabilities) { c.OS, c.Arch = "darwin", "ppc64" }, "ppc64 is not supported on macOS", "arm64"},
 		{"Windows", func(c *Capabilities) { c.OS = "windows" }, "Windows is not supported", "WSL"},
 		{"another OS", func(c *Capabilities) { c.OS = "freebsd" }, "freebsd is not supported", "Linux or macOS"},
 	} {
@@ -48,6 +52,7 @@ func TestMechanisms(t *testing.T) {
 	v1 := Capabilities{Kernel: "6.18.0", CgroupWhy: "this machine has cgroup v1", PidNSMax: true}
 	v2 := Capabilities{Kernel: "6.18.0", Cgroup: "/sys/fs/cgroup/user.slice/x", CgroupCPU: true, PidNSMax: true}
 	old := Capabilities{Kernel: "6.1.0", CgroupWhy: "this machine has cgroup v1"}
+	mac := Capabilities{OS: "darwin", Arch: "arm64", Kernel: "macOS 14.7 (Darwin 23.6.0)"}
 	for _, tt := range []struct {
 		name    string
 		l       policy.Limits
@@ -65,6 +70,12 @@ func TestMechanisms(t *testing.T) {
 		{"cpus without cgroup", policy.Limits{CPUs: 1.5}, v1, 1000, Mechanisms{}, "--cpus needs a delegated cgroup v2"},
 		{"cpus without the cpu controller", policy.Limits{CPUs: 1}, Capabilities{Cgroup: "/x"}, 1000, Mechanisms{}, "cpu controller"},
 		{"nothing asked", policy.Limits{}, v1, 0, Mechanisms{}, ""},
+		{"macOS", policy.Limits{MaxProcesses: 100, MaxFileBytes: 1 << 30, CPUTime: time.Minute}, mac, 501,
+			Mechanisms{Processes: ByUserRlimit, FileSize: ByRlimit, CPUTime: ByRlimit, Seatbelt: true}, ""},
+		{"macOS, nothing asked", policy.Limits{}, mac, 501, Mechanisms{Seatbelt: true}, ""},
+		{"macOS memory", policy.Limits{MemoryBytes: 1 << 30}, mac, 501, Mechanisms{}, "--memory cannot be held on macOS"},
+		{"macOS tmp size", policy.Limits{TmpBytes: 1 << 20}, mac, 501, Mechanisms{}, "--tmp-size cannot be held on macOS"},
+		{"macOS cpus", policy.Limits{CPUs: 1}, mac, 501, Mechanisms{}, "only Linux has"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, r := mechanisms(tt.l, tt.caps, tt.uid)
@@ -87,7 +98,7 @@ func TestMechanismWords(t *testing.T) {
 	for _, tt := range []struct {
 		m    Mechanism
 		want string
-	}{{NoLimit, ""}, {ByCgroup, "cgroup"}, {ByRlimit, "rlimit"}, {ByPidNamespace, "pid namespace"}, {ByTmpfs, "tmpfs"}} {
+	}{{NoLimit, ""}, {ByCgroup, "cgroup"}, {ByRlimit, "rlimit"}, {ByPidNamespace, "pid namespace"}, {ByTmpfs, "tmpfs"}, {ByUserRlimit, "rlimit per user"}} {
 		if string(tt.m) != tt.want {
 			t.Errorf("got %q, want %q", tt.m, tt.want)
 		}

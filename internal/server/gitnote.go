@@ -8,8 +8,9 @@ import (
 
 // gitRefused matches what git and the shell print when a command writes
 // what the sandbox keeps read-only for git's sake: a repository's config
-// (git config, git remote add, husky install) or its hooks.
-var gitRefused = regexp.MustCompile(`config file[^\n]*(Read-only file system|Device or resource busy)|\.git/(config|hooks|commondir)[^\n]*(Read-only file system|Device or resource busy)`)
+// (git config, git remote add, husky install) or its hooks. Linux's mounts
+// answer EROFS or EBUSY, macOS's Seatbelt EPERM.
+var gitRefused = regexp.MustCompile(`config file[^\n]*(Read-only file system|Device or resource busy|Operation not permitted)|\.git/(config|hooks|commondir)[^\n]*(Read-only file system|Device or resource busy|Operation not permitted)`)
 
 // gitRefusalNote explains such a failure in one line the model can act on,
 // or is "".

@@ -11,7 +11,10 @@ func TestGitRefusalNote(t *testing.T) {
 		{"error: could not lock config file .git/config: Read-only file system", true},
 		{"sh: 1: cannot create .git/hooks/pre-commit: Read-only file system", true},
 		{"cp: cannot create regular file '.git/hooks/pre-push': Read-only file system", true},
+		{"error: could not lock config file .git/config: Operation not permitted", true}, // macOS
+		{"sh: .git/hooks/pre-commit: Operation not permitted", true},
 		{"sh: 1: cannot create /etc/passwd: Read-only file system", false},
+		{"sh: /etc/passwd: Operation not permitted", false},
 		{"fatal: not a git repository", false},
 		{"", false},
 	} {
