@@ -136,18 +136,16 @@ func (g *Guard) protect(call *Call, e element, prot map[string]Protection) {
 // that is new or changed since it was trusted is judged, and made harmless
 // if the user's git would run anything planted in it. It returns what the
 // model should be told.
-func (c *Call) End() []string { return c.end() }
+func (c *Call) End() []string { return c.end(true) }
 
-// EndQuietly is End for a call nobody reads the result of (a dry run): what
-// it would say is kept for the next call.
-func (c *Call) EndQuietly() {
-	notes := c.end()
-	c.g.mu.Lock()
-	c.g.pending = append(notes, c.g.pending...)
-	c.g.mu.Unlock()
-}
+// EndQuietly ends a call that ran no command (a dry run): what the guard
+// has to say (a killed server's calls judged at start) waits for the next.
+// No command ran in it, so nothing is judged: what changed meanwhile was
+// done by others (a dry run judging would move aside what the user, or
+// another program, was making).
+func (c *Call) EndQuietly() { c.end(false) }
 
-func (c *Call) end() []string {
+func (c *Call) end(judge bool) []string {
 	g := c.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -164,6 +162,9 @@ func (c *Call) end() []string {
 			g.journal.end()
 		}
 	}()
+	if !judge {
+		return nil
+	}
 	if err := g.refresh(); err != nil {
 		g.logf("git guard: %v", err)
 		return []string{"the sandbox could not check the writable roots for git repositories after this call (" + err.Error() + "): tell the user not to run git there until it can; later calls are refused until then"}

@@ -429,3 +429,22 @@ func TestHiddenByPermissionsIsJudged(t *testing.T) {
 		})
 	}
 }
+
+// A dry run judges nothing: what changes meanwhile is someone else's doing.
+func TestDryRunJudgesNothing(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q")
+	f.start()
+	c, err := f.g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sh(`git init -q other && git -C other config core.fsmonitor true`) // the user, meanwhile
+	c.EndQuietly()
+	if _, err := os.Stat(filepath.Join(f.root, "other/.git/config")); err != nil {
+		t.Errorf("a dry run moved the user's repository: %v", err)
+	}
+	if notes := f.call(""); len(notes) != 0 {
+		t.Errorf("the next call: %q", notes)
+	}
+}
