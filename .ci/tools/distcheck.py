@@ -27,13 +27,30 @@ Standard library only. Subcommands:
                            then check that no process is left whose argv
                            holds the sleep's argument (or an --also ARG)
   sigterm-oneshot [--also ARG] -- CMD...
-                           same for a one-shot CMD (CMD + sleep N) 
+                           same for a one-shot CMD (CMD + sleep N)
+  next-version README      print the newest version in README's changelog:
+                           the release being prepared
+  release-version [--tag TAG] README
+                           the changelog's versions are semver, newest
+                           first, and the newest orders above every version
+                           PyPI had before this program (0.3.0 to 0.3.3)
+                           for npm (semver) and PyPI (PEP 440, as the wheels
+                           are numbered); with --tag, TAG is v + that
+                           version, or a pre-release of it (v1.2.3-rc.1)
+  lint-workflows [--pins FILE] WORKFLOW...
+                           every action is pinned by a full commit with its
+                           tag in a comment, as FILE (.github/action-pins.txt)
+                           records it, and every row of FILE is used; every
+                           checkout sets persist-credentials: false; every
+                           tool installed from a registry (pip, npm -g, npx,
+                           go install, go run) names an exact version
 """
 
 import argparse
 import hashlib
 import json
 import os
+import re
 import select
 import signal
 import struct
@@ -194,6 +211,207 @@ def check_archives(dist):
         if sums.get(name) != sha256(resolve(a["path"])):
             raise CheckError(f"checksums.txt: {name} does not match")
     ok(f"checksums.txt: sha256 of all {len(archives)} archives match")
+
+
+# The versions PyPI had of nanosandbox-mcp before this program: the Rust
+# program it replaces under the same name. A release must order above every
+# one, or resolvers keep installing the old program.
+PREVIOUS_VERSIONS = ("0.3.0", "0.3.1", "0.3.2", "0.3.3")
+
+_SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$")
+_PEP440 = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:(a|b|rc)(\d+))?(?:\.dev(\d+))?$")
+_CHANGELOG_ENTRY = re.compile(r"^### (\S+)")
+
+
+def semver_key(v):
+    """Return a key that orders semver versions as npm does (semver 2.0.0)."""
+    m = _SEMVER.match(v)
+    if not m:
+        raise CheckError(f"{v!r} is not semver")
+    core = tuple(int(x) for x in m.groups()[:3])
+    if m.group(4) is None:
+        return core + (1, ())
+    ids = tuple((0, int(i), "") if i.isdigit() else (1, 0, i) for i in m.group(4).split("."))
+    return core + (0, ids)
+
+
+def pep440_key(v):
+    """Return a key that orders the PEP 440 versions the wheels carry
+    (X.Y.Z, X.Y.ZaN, X.Y.ZbN, X.Y.ZrcN, X.Y.Z.devN) as pip and uv do."""
+    m = _PEP440.match(v)
+    if not m:
+        raise CheckError(f"{v!r} is not a PEP 440 version of the forms the wheels use")
+    core = tuple(int(x) for x in m.groups()[:3])
+    phase = {"a": 1, "b": 2, "rc": 3, None: 4}[m.group(4)]
+    pre = int(m.group(5) or 0)
+    dev = m.group(6)
+    if dev is not None and m.group(4) is None:
+        return core + (0, 0, int(dev))  # X.Y.Z.devN comes before any pre-release of X.Y.Z
+    return core + (phase, pre, int(dev) if dev is not None else 1 << 62)
+
+
+def pep440(version):
+    """The PEP 440 form python/build_wheels.py gives a semver version."""
+    sys.path.insert(0, os.path.join(os.path.dirname(PLATFORMS_JSON), "..", "..", "..", "python"))
+    try:
+        import build_wheels
+    finally:
+        sys.path.pop(0)
+    try:
+        return build_wheels.pep440(version)
+    except build_wheels.BuildError as e:
+        raise CheckError(str(e))
+
+
+def changelog_versions(readme):
+    """Return the versions of README's "## Changelog" entries, in order."""
+    with open(readme, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    try:
+        start = lines.index("## Changelog")
+    except ValueError:
+        raise CheckError(f"{readme} has no \"## Changelog\" section")
+    versions = []
+    for line in lines[start + 1:]:
+        if line.startswith("## "):
+            break
+        m = _CHANGELOG_ENTRY.match(line)
+        if m:
+            versions.append(m.group(1))
+    if not versions:
+        raise CheckError(f"{readme}: the changelog has no \"### X.Y.Z\" entry")
+    return versions
+
+
+def check_release_version(readme, tag):
+    versions = changelog_versions(readme)
+    for v in versions:
+        semver_key(v)
+    if [semver_key(v) for v in versions] != sorted((semver_key(v) for v in versions), reverse=True) or \
+            len(set(versions)) != len(versions):
+        raise CheckError(f"{readme}: changelog entries {versions} are not newest first")
+    newest = versions[0]
+    if _SEMVER.match(newest).group(4) is not None:
+        raise CheckError(f"{readme}: the newest changelog entry {newest} is a pre-release; entries are releases")
+    ok(f"changelog: {', '.join(versions)}, newest first; the release being prepared is {newest}")
+    for what, key, conv in (("npm (semver)", semver_key, str), ("PyPI (PEP 440)", pep440_key, pep440)):
+        below = [v for v in PREVIOUS_VERSIONS if not key(conv(v)) < key(conv(newest))]
+        if below:
+            raise CheckError(f"{newest} does not order above {', '.join(below)} for {what}")
+        ok(f"{newest} ({conv(newest)}) orders above {', '.join(PREVIOUS_VERSIONS)} for {what}")
+    if tag is None:
+        return
+    m = _SEMVER.match(tag[1:]) if tag.startswith("v") else None
+    if not m or ".".join(m.groups()[:3]) != newest:
+        raise CheckError(f"tag {tag}: want v{newest} (or a pre-release of it, v{newest}-rc.1): "
+                         f"the changelog's newest entry, which says what the release changes")
+    pep440(tag[1:])  # the wheels can be numbered from it
+    ok(f"tag {tag} is the changelog's {newest}" + (" (a pre-release of it)" if m.group(4) else ""))
+
+
+# Options of pip install that take a value.
+_PIP_VALUE_OPTIONS = {"-r", "--requirement", "-c", "--constraint", "-f", "--find-links", "-i", "--index-url",
+                      "--extra-index-url", "-t", "--target", "--prefix", "--root", "--python", "--platform"}
+_USES = re.compile(r"^(\s*)(?:-\s+)?uses:\s*([^\s#]+)\s*(?:#\s*(\S+))?\s*$")
+
+
+def read_pins(path):
+    pins = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.split()
+            if len(fields) < 4 or not re.fullmatch(r"[0-9a-f]{40}", fields[2]):
+                raise CheckError(f"{path}:{n}: want ACTION TAG COMMIT SOURCE..., got {line.strip()!r}")
+            pins[fields[0]] = (fields[1], fields[2])
+    return pins
+
+
+def _commands(text, word):
+    """Yield the token lists of shell commands in text that contain word
+    (e.g. "pip install"), backslash continuations joined."""
+    joined = re.sub(r"\\\n\s*", " ", text)
+    for line in joined.splitlines():
+        for part in re.split(r"&&|\|\||;|\|", line):
+            tokens = part.split()
+            for i in range(len(tokens) - len(word.split()) + 1):
+                if tokens[i:i + len(word.split())] == word.split():
+                    yield tokens[i + len(word.split()):]
+                    break
+
+
+def lint_workflows(files, pins_path):
+    pins = read_pins(pins_path)
+    used = set()
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        lines = text.splitlines()
+        uses = checkouts = 0
+        for n, line in enumerate(lines):
+            m = _USES.match(line)
+            if not m:
+                continue
+            ref, comment = m.group(2), m.group(3)
+            where = f"{path}:{n + 1}"
+            if ref.startswith("./"):
+                continue
+            if ref.startswith("docker://"):
+                if "@sha256:" not in ref:
+                    raise CheckError(f"{where}: {ref} is not pinned by digest")
+                continue
+            action, _, commit = ref.partition("@")
+            repo = "/".join(action.split("/")[:2])
+            if not re.fullmatch(r"[0-9a-f]{40}", commit):
+                raise CheckError(f"{where}: {ref} is not pinned by a full commit")
+            if repo not in pins:
+                raise CheckError(f"{where}: {repo} has no row in {pins_path}")
+            tag, want = pins[repo]
+            if commit != want or comment != tag:
+                raise CheckError(f"{where}: {ref} # {comment}: {pins_path} pins {repo} to {want} # {tag}")
+            used.add(repo)
+            uses += 1
+            if repo == "actions/checkout":
+                # The step's lines: those indented deeper than its "- uses:".
+                indent = len(m.group(1))
+                step = []
+                for other in lines[n + 1:]:
+                    if other.strip() and len(other) - len(other.lstrip()) <= indent:
+                        break
+                    step.append(other.strip())
+                if "persist-credentials: false" not in step:
+                    raise CheckError(f"{where}: actions/checkout without persist-credentials: false")
+                checkouts += 1
+        for tokens in _commands(text, "pip install"):
+            if "--no-index" in tokens:
+                continue  # installs local files only
+            skip = False
+            for t in tokens:
+                if skip:
+                    skip = False
+                elif t.startswith("-"):
+                    skip = t in _PIP_VALUE_OPTIONS
+                elif not re.fullmatch(r"[A-Za-z0-9._\[\]-]+==[0-9][0-9A-Za-z.+!-]*", t):
+                    raise CheckError(f"{path}: pip install {t}: not pinned to an exact version (NAME==VERSION)")
+        for word in ("npm install -g", "npm i -g", "npx"):
+            for tokens in _commands(text, word):
+                names = [t for t in tokens if not t.startswith("-")]
+                if word == "npx":
+                    names = names[:1]
+                for t in names:
+                    if not re.fullmatch(r"@?[^@\s]+@\d+\.\d+\.\d+[0-9A-Za-z.+-]*", t):
+                        raise CheckError(f"{path}: {word} {t}: not pinned to an exact version (NAME@X.Y.Z)")
+        for word in ("go install", "go run"):
+            for tokens in _commands(text, word):
+                for t in tokens:
+                    if "@" in t and not t.startswith("-") and not re.fullmatch(r"[^@\s]+@v\d+\.\d+\.\d+[0-9A-Za-z.+-]*", t):
+                        raise CheckError(f"{path}: {word} {t}: not pinned to an exact version (MODULE@vX.Y.Z)")
+        ok(f"{os.path.basename(path)}: {uses} actions pinned by commit as {os.path.basename(pins_path)} records them, "
+           f"{checkouts} checkouts without persisted credentials, tool installs pinned")
+    unused = sorted(set(pins) - used)
+    if unused:
+        raise CheckError(f"{pins_path}: {', '.join(unused)} used by no workflow")
 
 
 class Server:
@@ -388,6 +606,13 @@ def main(argv):
     plat.add_argument("goarch")
     sub.add_parser("npm-packages")
     sub.add_parser("roundtrip").add_argument("--version")
+    sub.add_parser("next-version").add_argument("readme")
+    rv = sub.add_parser("release-version")
+    rv.add_argument("--tag")
+    rv.add_argument("readme")
+    lw = sub.add_parser("lint-workflows")
+    lw.add_argument("--pins", default=os.path.join(os.path.dirname(PLATFORMS_JSON), "..", "..", "..", ".github", "action-pins.txt"))
+    lw.add_argument("workflows", nargs="+")
     for name in ("sigterm-during-call", "sigterm-oneshot"):
         sub.add_parser(name).add_argument("--also", action="append", default=[],
                                           help="an argument of other processes that must be gone too")
@@ -415,6 +640,12 @@ def main(argv):
                 print(name)
         elif args.cmd == "roundtrip":
             roundtrip(server, args.version)
+        elif args.cmd == "next-version":
+            print(changelog_versions(args.readme)[0])
+        elif args.cmd == "release-version":
+            check_release_version(args.readme, args.tag)
+        elif args.cmd == "lint-workflows":
+            lint_workflows(args.workflows, os.path.normpath(args.pins))
         elif args.cmd == "sigterm-during-call":
             sleep = long_sleep_args()
 
