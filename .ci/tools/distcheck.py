@@ -37,11 +37,29 @@ Standard library only. Subcommands:
                            for npm (semver) and PyPI (PEP 440, as the wheels
                            are numbered); with --tag, TAG is v + that
                            version, or a pre-release of it (v1.2.3-rc.1)
+  reproducible DIST_A DIST_B [SUBDIR...]
+                           every artifact in DIST_A/artifacts.json but the
+                           metadata, and every file in each SUBDIR of the
+                           dists (wheels, npm tarballs), has the same sha256
+                           in DIST_B
+  formula DIST             the Homebrew formula names every archive with its
+                           sha256, and the version
+  module-proxy ROOT VERSION OUT
+                           write a GOPROXY=file:// directory in OUT that
+                           serves the module at ROOT (its working tree: the
+                           files git tracks or would, less nested modules)
+                           as VERSION, for go install MODULE@VERSION
+  standin-wheel GOOS GOARCH OUT
+                           write a wheel of nanosandbox-mcp 0.3.3 for that
+                           platform into OUT, whose "binary" prints
+                           "nanosandbox-mcp 0.3.3 (stand-in)": the version
+                           PyPI has, for resolvers to choose against
   lint-workflows [--pins FILE] WORKFLOW...
                            every action is pinned by a full commit with its
                            tag in a comment, as FILE (.github/action-pins.txt)
                            records it, and every row of FILE is used; every
-                           checkout sets persist-credentials: false; every
+                           checkout sets persist-credentials: false; the PyPI
+                           upload sets skip-existing: true; every
                            tool installed from a registry (pip, npm -g, npx,
                            go install, go run) names an exact version
 """
@@ -372,17 +390,19 @@ def lint_workflows(files, pins_path):
                 raise CheckError(f"{where}: {ref} # {comment}: {pins_path} pins {repo} to {want} # {tag}")
             used.add(repo)
             uses += 1
+            # The step's lines: those indented deeper than its "- uses:".
+            indent = len(m.group(1))
+            step = []
+            for other in lines[n + 1:]:
+                if other.strip() and len(other) - len(other.lstrip()) <= indent:
+                    break
+                step.append(other.strip())
             if repo == "actions/checkout":
-                # The step's lines: those indented deeper than its "- uses:".
-                indent = len(m.group(1))
-                step = []
-                for other in lines[n + 1:]:
-                    if other.strip() and len(other) - len(other.lstrip()) <= indent:
-                        break
-                    step.append(other.strip())
                 if "persist-credentials: false" not in step:
                     raise CheckError(f"{where}: actions/checkout without persist-credentials: false")
                 checkouts += 1
+            if repo == "pypa/gh-action-pypi-publish" and "skip-existing: true" not in step:
+                raise CheckError(f"{where}: the PyPI upload without skip-existing: true (a re-run would fail on what is there)")
         for tokens in _commands(text, "pip install"):
             if "--no-index" in tokens:
                 continue  # installs local files only
@@ -412,6 +432,89 @@ def lint_workflows(files, pins_path):
     unused = sorted(set(pins) - used)
     if unused:
         raise CheckError(f"{pins_path}: {', '.join(unused)} used by no workflow")
+
+
+def check_reproducible(dist_a, dist_b, subdirs):
+    artifacts, _ = load_artifacts(dist_a)
+    names = sorted({os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(dist_a)), a["path"]), os.path.abspath(dist_a))
+                    for a in artifacts if a.get("type") != "Metadata"})
+    for sub in subdirs:
+        names += sorted(os.path.join(sub, n) for n in os.listdir(os.path.join(dist_a, sub)))
+    differ = []
+    for n in names:
+        a, b = os.path.join(dist_a, n), os.path.join(dist_b, n)
+        if not os.path.isfile(b) or sha256(a) != sha256(b):
+            differ.append(n)
+    if differ:
+        raise CheckError(f"{len(differ)} of {len(names)} artifacts differ between the two builds: {', '.join(differ)}")
+    kinds = {}
+    for a in artifacts:
+        if a.get("type") != "Metadata":
+            kinds[a["type"]] = kinds.get(a["type"], 0) + 1
+    what = ", ".join(f"{v} {k.lower()}" for k, v in sorted(kinds.items()))
+    what += "".join(f", {len(os.listdir(os.path.join(dist_a, sub)))} in {sub}/" for sub in subdirs)
+    ok(f"two builds, byte for byte the same: all {len(names)} artifacts ({what})")
+
+
+def check_formula(dist):
+    artifacts, resolve = load_artifacts(dist)
+    [formula] = [resolve(a["path"]) for a in artifacts if a.get("type") == "Homebrew Formula"]
+    with open(formula, encoding="utf-8") as f:
+        text = f.read()
+    with open(os.path.join(dist, "metadata.json"), encoding="utf-8") as f:
+        version = json.load(f)["version"]
+    if f'version "{version}"' not in text:
+        raise CheckError(f"{formula}: no version \"{version}\"")
+    pairs = re.findall(r'url "([^"]+)"\s+sha256 "([0-9a-f]{64})"', text)
+    got = {u.rsplit("/", 1)[1]: d for u, d in pairs}
+    want = {os.path.basename(a["path"]): sha256(resolve(a["path"])) for a in artifacts if a.get("type") == "Archive"}
+    if got != want:
+        raise CheckError(f"{formula}: names {got}, want every archive with its sha256: {want}")
+    if 'bin.install "nanosandbox-mcp"' not in text or "nanosandbox-mcp --version" not in text:
+        raise CheckError(f"{formula}: no install of the binary, or no test of its --version")
+    ok(f"{os.path.basename(formula)}: version {version}, {len(pairs)} archives with their sha256, install and test")
+
+
+def make_module_proxy(root, version, out):
+    root = os.path.abspath(root)
+    with open(os.path.join(root, "go.mod"), encoding="utf-8") as f:
+        gomod = f.read()
+    module = re.search(r"^module\s+(\S+)", gomod, re.M).group(1)
+    listing = subprocess.run(["git", "-C", root, "ls-files", "-z", "-c", "-o", "--exclude-standard"],
+                             check=True, capture_output=True).stdout.decode().split("\0")
+    files = sorted({p for p in listing if p and os.path.isfile(os.path.join(root, p))
+                    and not os.path.islink(os.path.join(root, p))})
+    nested = {os.path.dirname(p) + "/" for p in files if p.endswith("/go.mod")}
+    files = [p for p in files if not any(p.startswith(d) for d in nested)]
+    base = os.path.join(out, *module.split("/"), "@v")
+    os.makedirs(base, exist_ok=True)
+    import zipfile
+    with zipfile.ZipFile(os.path.join(base, f"{version}.zip"), "w", zipfile.ZIP_DEFLATED) as zf:
+        for p in files:
+            zf.write(os.path.join(root, p), f"{module}@{version}/{p}")
+    with open(os.path.join(base, f"{version}.mod"), "w", encoding="utf-8") as f:
+        f.write(gomod)
+    with open(os.path.join(base, f"{version}.info"), "w", encoding="utf-8") as f:
+        json.dump({"Version": version, "Time": "2026-01-01T00:00:00Z"}, f)
+    with open(os.path.join(base, "list"), "w", encoding="utf-8") as f:
+        f.write(version + "\n")
+    ok(f"module proxy in {out}: {module}@{version}, {len(files)} files")
+
+
+def standin_wheel(goos, goarch, out):
+    sys.path.insert(0, os.path.join(os.path.dirname(PLATFORMS_JSON), "..", "..", "..", "python"))
+    try:
+        import build_wheels
+    finally:
+        sys.path.pop(0)
+    root = os.path.join(os.path.dirname(PLATFORMS_JSON), "..", "..", "..")
+    binary = b'#!/bin/sh\necho "nanosandbox-mcp 0.3.3 (stand-in)"\n'
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(root, "LICENSE"), encoding="utf-8") as f:
+        license_text = f.read()
+    path = build_wheels.build_wheel(out, "0.3.3", build_wheels.PLATFORM_TAGS[(goos, goarch)], binary,
+                                    "# nanosandbox-mcp 0.3.3\n\nA stand-in for the version PyPI has.\n", license_text)
+    print(path)
 
 
 class Server:
@@ -610,6 +713,17 @@ def main(argv):
     rv = sub.add_parser("release-version")
     rv.add_argument("--tag")
     rv.add_argument("readme")
+    rp = sub.add_parser("reproducible")
+    rp.add_argument("dist_a")
+    rp.add_argument("dist_b")
+    rp.add_argument("subdirs", nargs="*")
+    sub.add_parser("formula").add_argument("dist")
+    mp = sub.add_parser("module-proxy")
+    for a in ("root", "version", "out"):
+        mp.add_argument(a)
+    sw = sub.add_parser("standin-wheel")
+    for a in ("goos", "goarch", "out"):
+        sw.add_argument(a)
     lw = sub.add_parser("lint-workflows")
     lw.add_argument("--pins", default=os.path.join(os.path.dirname(PLATFORMS_JSON), "..", "..", "..", ".github", "action-pins.txt"))
     lw.add_argument("workflows", nargs="+")
@@ -644,6 +758,14 @@ def main(argv):
             print(changelog_versions(args.readme)[0])
         elif args.cmd == "release-version":
             check_release_version(args.readme, args.tag)
+        elif args.cmd == "reproducible":
+            check_reproducible(args.dist_a, args.dist_b, args.subdirs)
+        elif args.cmd == "formula":
+            check_formula(args.dist)
+        elif args.cmd == "module-proxy":
+            make_module_proxy(args.root, args.version, args.out)
+        elif args.cmd == "standin-wheel":
+            standin_wheel(args.goos, args.goarch, args.out)
         elif args.cmd == "lint-workflows":
             lint_workflows(args.workflows, os.path.normpath(args.pins))
         elif args.cmd == "sigterm-during-call":
