@@ -204,7 +204,7 @@ function publish(opts, run = npm, log = (l) => process.stdout.write(`${l}\n`), e
   }
   if (fresh.length > 0) {
     log([
-      'bootstrap done. Now set up trusted publishing for each package, once, as an owner of them on npm (npm 11.10+, 2FA):',
+      'bootstrap done. Now set up trusted publishing for each package, once, as an owner of them on npm (an npm with `npm trust`, such as 11.19.1; 2FA on):',
       ...trustCommands(pkgs, repo, registryArgs).map((c) => `  ${c}`),
       'then delete the NPM_TOKEN secret and revoke the token: later releases publish with trusted publishing.',
     ].join('\n'));
