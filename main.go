@@ -5,12 +5,16 @@ package main
 import (
 	"context"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/cli"
 	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox"
 )
 
 // version is stamped at release time with -ldflags "-X main.version=...".
+// Left as "dev", the module version go install recorded stands in for it
+// (see moduleVersion).
 var version = "dev"
 
 func main() {
@@ -19,5 +23,25 @@ func main() {
 	if sandbox.IsChild() {
 		sandbox.ChildMain()
 	}
-	os.Exit(cli.Main(context.Background(), version, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cli.Main(context.Background(), moduleVersion(version, debug.ReadBuildInfo), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// moduleVersion returns stamped unless it is "dev", the value of a build
+// that was not stamped. Then it returns the main module's version from the
+// build info, as `go install github.com/nanosandbox/nanosandbox-mcp@v1.2.3`
+// records it, without the "v" (1.2.3, as the releases print it); a build
+// from a checkout records "(devel)" or nothing, and stays "dev".
+func moduleVersion(stamped string, readBuildInfo func() (*debug.BuildInfo, bool)) string {
+	if stamped != "dev" {
+		return stamped
+	}
+	info, ok := readBuildInfo()
+	if !ok || info == nil {
+		return stamped
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		return stamped
+	}
+	return strings.TrimPrefix(v, "v")
 }

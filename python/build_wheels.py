@@ -6,7 +6,9 @@
 Each wheel holds the static binary under nanosandbox_mcp-VER.data/scripts/
 (installers put it straight onto PATH as ``nanosandbox-mcp``), the small
 ``nanosandbox_mcp`` package whose ``python -m nanosandbox_mcp`` execs it, and
-the .dist-info files (METADATA with the README, WHEEL, LICENSE, RECORD).
+the .dist-info files: METADATA (core metadata 2.4, the license as an SPDX
+License-Expression and its License-File, the README as the description),
+WHEEL, licenses/LICENSE (PEP 639), RECORD.
 
 The version comes from dist/metadata.json (semver, as GoReleaser gives it)
 and is written in its PEP 440 form: 1.2.3-rc.1 -> 1.2.3rc1, 0.1.1-dev -> 0.1.1.dev0.
@@ -51,6 +53,12 @@ PYTHON_TAG, ABI_TAG = "py3", "none"
 
 SUMMARY = "MCP server whose one tool, run_command, runs programs in an OS sandbox"
 HOMEPAGE = "https://github.com/nanosandbox/nanosandbox-mcp"
+# Core metadata 2.4 (PEP 639): the license as an SPDX expression, and the
+# file that holds it, at .dist-info/licenses/LICENSE. No License field and no
+# license classifier: with License-Expression, PyPI refuses both.
+METADATA_VERSION = "2.4"
+LICENSE_EXPRESSION = "MIT"
+LICENSE_FILE = "LICENSE"
 
 MODE_FILE, MODE_EXEC = 0o644, 0o755
 S_IFREG = 0o100000
@@ -96,19 +104,20 @@ def wheel_name(version, tags):
 
 def metadata_text(version, readme):
     lines = [
-        "Metadata-Version: 2.1",
+        f"Metadata-Version: {METADATA_VERSION}",
         f"Name: {NAME}",
         f"Version: {version}",
         f"Summary: {SUMMARY}",
-        f"Home-page: {HOMEPAGE}",
-        "License: MIT",
+        f"License-Expression: {LICENSE_EXPRESSION}",
+        f"License-File: {LICENSE_FILE}",
         "Keywords: mcp,model-context-protocol,sandbox,landlock,seccomp",
         "Classifier: Environment :: Console",
-        "Classifier: License :: OSI Approved :: MIT License",
         "Classifier: Operating System :: MacOS",
         "Classifier: Operating System :: POSIX :: Linux",
         "Classifier: Topic :: Security",
+        f"Project-URL: Homepage, {HOMEPAGE}",
         f"Project-URL: Source, {HOMEPAGE}",
+        f"Project-URL: Changelog, {HOMEPAGE}#changelog",
         f"Project-URL: Issues, {HOMEPAGE}/issues",
         "Requires-Python: >=3.8",
         "Description-Content-Type: text/markdown",
@@ -151,8 +160,7 @@ def build_wheel(out, version, tags, binary, readme, license_text, epoch=DEFAULT_
     entries.append((f"{data_dir}/scripts/{NAME}", binary))
     entries.append((f"{info_dir}/METADATA", metadata_text(version, readme).encode("utf-8")))
     entries.append((f"{info_dir}/WHEEL", wheel_text(tags).encode("utf-8")))
-    if license_text is not None:
-        entries.append((f"{info_dir}/LICENSE", license_text.encode("utf-8")))
+    entries.append((f"{info_dir}/licenses/{LICENSE_FILE}", license_text.encode("utf-8")))
 
     record = io.StringIO()
     writer = csv.writer(record, lineterminator="\n")
@@ -209,8 +217,10 @@ def build_all(dist, out, version=None, readme=None, license_path=None, epoch=Non
             version = json.load(f)["version"]
     version = pep440(version)
     readme = read_text(readme or os.path.join(REPO_ROOT, "README.md"))
-    license_path = license_path or os.path.join(REPO_ROOT, "LICENSE")
-    license_text = read_text(license_path) if os.path.exists(license_path) else None
+    license_path = license_path or os.path.join(REPO_ROOT, LICENSE_FILE)
+    if not os.path.isfile(license_path):
+        raise BuildError(f"no license file at {license_path}: METADATA names it (License-File)")
+    license_text = read_text(license_path)
     if epoch is None:
         epoch = int(os.environ.get("SOURCE_DATE_EPOCH", DEFAULT_EPOCH))
     binaries = read_binaries(dist)

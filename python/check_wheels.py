@@ -4,7 +4,10 @@
     python3 python/check_wheels.py [--all] WHEEL_OR_DIR...
 
 For each wheel: the file name parses, its tags are the ones DESIGN.md §6
-gives, WHEEL lists exactly those tags, METADATA names the same version,
+gives, WHEEL lists exactly those tags, METADATA is core metadata 2.4 with the
+same version, an SPDX License-Expression and its License-File in
+.dist-info/licenses/ (and no License field or license classifier, which PyPI
+refuses beside an expression),
 RECORD lists every other entry once with the right sha256 and size, modes are
 0755 for the binary and 0644 for the rest, no path escapes the install root,
 and the binary is built for the CPU and OS its tags claim (static ELF on
@@ -90,8 +93,9 @@ def check_wheel(path):
             top = n.split("/")[0]
             if top not in ("nanosandbox_mcp", info_dir, f"{DIST_NAME}-{version}.data"):
                 raise CheckError(f"{base}: unexpected entry {n!r}")
+        license_path = f"{info_dir}/licenses/{build_wheels.LICENSE_FILE}"
         for required in ("nanosandbox_mcp/__init__.py", "nanosandbox_mcp/__main__.py", binary_path,
-                         f"{info_dir}/METADATA", f"{info_dir}/WHEEL", f"{info_dir}/RECORD"):
+                         f"{info_dir}/METADATA", f"{info_dir}/WHEEL", f"{info_dir}/RECORD", license_path):
             if required not in names:
                 raise CheckError(f"{base}: missing {required}")
 
@@ -114,10 +118,21 @@ def check_wheel(path):
 
         # METADATA
         meta = email.parser.Parser().parsestr(zf.read(f"{info_dir}/METADATA").decode("utf-8"))
-        for field, want in (("Metadata-Version", "2.1"), ("Name", NAME), ("Version", version),
+        for field, want in (("Metadata-Version", build_wheels.METADATA_VERSION), ("Name", NAME), ("Version", version),
+                            ("License-Expression", build_wheels.LICENSE_EXPRESSION),
                             ("Description-Content-Type", "text/markdown")):
             if meta[field] != want:
                 raise CheckError(f"{base}: METADATA {field} {meta[field]!r}, want {want!r}")
+        if (meta.get_all("License-File") or []) != [build_wheels.LICENSE_FILE]:
+            raise CheckError(f"{base}: METADATA License-File {meta.get_all('License-File')}, "
+                             f"want [{build_wheels.LICENSE_FILE!r}]")
+        if "License" in meta:
+            raise CheckError(f"{base}: METADATA has a License field beside License-Expression")
+        classifiers = [c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]
+        if classifiers:
+            raise CheckError(f"{base}: METADATA has license classifiers beside License-Expression: {classifiers}")
+        if not zf.read(license_path).strip():
+            raise CheckError(f"{base}: {license_path} is empty")
         if len(meta.get_payload().strip()) < 100:
             raise CheckError(f"{base}: METADATA has no long description")
         init = zf.read("nanosandbox_mcp/__init__.py").decode("utf-8")

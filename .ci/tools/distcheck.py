@@ -27,13 +27,48 @@ Standard library only. Subcommands:
                            then check that no process is left whose argv
                            holds the sleep's argument (or an --also ARG)
   sigterm-oneshot [--also ARG] -- CMD...
-                           same for a one-shot CMD (CMD + sleep N) 
+                           same for a one-shot CMD (CMD + sleep N)
+  next-version README      print the newest version in README's changelog:
+                           the release being prepared
+  release-version [--tag TAG] README
+                           the changelog's versions are semver, newest
+                           first, and the newest orders above every version
+                           PyPI had before this program (0.3.0 to 0.3.3)
+                           for npm (semver) and PyPI (PEP 440, as the wheels
+                           are numbered); with --tag, TAG is v + that
+                           version, or a pre-release of it (v1.2.3-rc.1)
+  reproducible DIST_A DIST_B [SUBDIR...]
+                           every artifact in DIST_A/artifacts.json but the
+                           metadata, and every file in each SUBDIR of the
+                           dists (wheels, npm tarballs), has the same sha256
+                           in DIST_B
+  formula DIST             the Homebrew formula names every archive with its
+                           sha256, and the version
+  module-proxy ROOT VERSION OUT
+                           write a GOPROXY=file:// directory in OUT that
+                           serves the module at ROOT (its working tree: the
+                           files git tracks or would, less nested modules)
+                           as VERSION, for go install MODULE@VERSION
+  standin-wheel GOOS GOARCH OUT
+                           write a wheel of nanosandbox-mcp 0.3.3 for that
+                           platform into OUT, whose "binary" prints
+                           "nanosandbox-mcp 0.3.3 (stand-in)": the version
+                           PyPI has, for resolvers to choose against
+  lint-workflows [--pins FILE] WORKFLOW...
+                           every action is pinned by a full commit with its
+                           tag in a comment, as FILE (.github/action-pins.txt)
+                           records it, and every row of FILE is used; every
+                           checkout sets persist-credentials: false; the PyPI
+                           upload sets skip-existing: true; every
+                           tool installed from a registry (pip, npm -g, npx,
+                           go install, go run) names an exact version
 """
 
 import argparse
 import hashlib
 import json
 import os
+import re
 import select
 import signal
 import struct
@@ -194,6 +229,292 @@ def check_archives(dist):
         if sums.get(name) != sha256(resolve(a["path"])):
             raise CheckError(f"checksums.txt: {name} does not match")
     ok(f"checksums.txt: sha256 of all {len(archives)} archives match")
+
+
+# The versions PyPI had of nanosandbox-mcp before this program: the Rust
+# program it replaces under the same name. A release must order above every
+# one, or resolvers keep installing the old program.
+PREVIOUS_VERSIONS = ("0.3.0", "0.3.1", "0.3.2", "0.3.3")
+
+_SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$")
+_PEP440 = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:(a|b|rc)(\d+))?(?:\.dev(\d+))?$")
+_CHANGELOG_ENTRY = re.compile(r"^### (\S+)")
+
+
+def semver_key(v):
+    """Return a key that orders semver versions as npm does (semver 2.0.0)."""
+    m = _SEMVER.match(v)
+    if not m:
+        raise CheckError(f"{v!r} is not semver")
+    core = tuple(int(x) for x in m.groups()[:3])
+    if m.group(4) is None:
+        return core + (1, ())
+    ids = tuple((0, int(i), "") if i.isdigit() else (1, 0, i) for i in m.group(4).split("."))
+    return core + (0, ids)
+
+
+def pep440_key(v):
+    """Return a key that orders the PEP 440 versions the wheels carry
+    (X.Y.Z, X.Y.ZaN, X.Y.ZbN, X.Y.ZrcN, X.Y.Z.devN) as pip and uv do."""
+    m = _PEP440.match(v)
+    if not m:
+        raise CheckError(f"{v!r} is not a PEP 440 version of the forms the wheels use")
+    core = tuple(int(x) for x in m.groups()[:3])
+    phase = {"a": 1, "b": 2, "rc": 3, None: 4}[m.group(4)]
+    pre = int(m.group(5) or 0)
+    dev = m.group(6)
+    if dev is not None and m.group(4) is None:
+        return core + (0, 0, int(dev))  # X.Y.Z.devN comes before any pre-release of X.Y.Z
+    return core + (phase, pre, int(dev) if dev is not None else 1 << 62)
+
+
+def pep440(version):
+    """The PEP 440 form python/build_wheels.py gives a semver version."""
+    sys.path.insert(0, os.path.join(os.path.dirname(PLATFORMS_JSON), "..", "..", "..", "python"))
+    try:
+        import build_wheels
+    finally:
+        sys.path.pop(0)
+    try:
+        return build_wheels.pep440(version)
+    except build_wheels.BuildError as e:
+        raise CheckError(str(e))
+
+
+def changelog_versions(readme):
+    """Return the versions of README's "## Changelog" entries, in order."""
+    with open(readme, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    try:
+        start = lines.index("## Changelog")
+    except ValueError:
+        raise CheckError(f"{readme} has no \"## Changelog\" section")
+    versions = []
+    for line in lines[start + 1:]:
+        if line.startswith("## "):
+            break
+        m = _CHANGELOG_ENTRY.match(line)
+        if m:
+            versions.append(m.group(1))
+    if not versions:
+        raise CheckError(f"{readme}: the changelog has no \"### X.Y.Z\" entry")
+    return versions
+
+
+def check_release_version(readme, tag):
+    versions = changelog_versions(readme)
+    for v in versions:
+        semver_key(v)
+    if [semver_key(v) for v in versions] != sorted((semver_key(v) for v in versions), reverse=True) or \
+            len(set(versions)) != len(versions):
+        raise CheckError(f"{readme}: changelog entries {versions} are not newest first")
+    newest = versions[0]
+    if _SEMVER.match(newest).group(4) is not None:
+        raise CheckError(f"{readme}: the newest changelog entry {newest} is a pre-release; entries are releases")
+    ok(f"changelog: {', '.join(versions)}, newest first; the release being prepared is {newest}")
+    for what, key, conv in (("npm (semver)", semver_key, str), ("PyPI (PEP 440)", pep440_key, pep440)):
+        below = [v for v in PREVIOUS_VERSIONS if not key(conv(v)) < key(conv(newest))]
+        if below:
+            raise CheckError(f"{newest} does not order above {', '.join(below)} for {what}")
+        ok(f"{newest} ({conv(newest)}) orders above {', '.join(PREVIOUS_VERSIONS)} for {what}")
+    if tag is None:
+        return
+    m = _SEMVER.match(tag[1:]) if tag.startswith("v") else None
+    if not m or ".".join(m.groups()[:3]) != newest:
+        raise CheckError(f"tag {tag}: want v{newest} (or a pre-release of it, v{newest}-rc.1): "
+                         f"the changelog's newest entry, which says what the release changes")
+    pep440(tag[1:])  # the wheels can be numbered from it
+    ok(f"tag {tag} is the changelog's {newest}" + (" (a pre-release of it)" if m.group(4) else ""))
+
+
+# Options of pip install that take a value.
+_PIP_VALUE_OPTIONS = {"-r", "--requirement", "-c", "--constraint", "-f", "--find-links", "-i", "--index-url",
+                      "--extra-index-url", "-t", "--target", "--prefix", "--root", "--python", "--platform"}
+_USES = re.compile(r"^(\s*)(?:-\s+)?uses:\s*([^\s#]+)\s*(?:#\s*(\S+))?\s*$")
+
+
+def read_pins(path):
+    pins = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.split()
+            if len(fields) < 4 or not re.fullmatch(r"[0-9a-f]{40}", fields[2]):
+                raise CheckError(f"{path}:{n}: want ACTION TAG COMMIT SOURCE..., got {line.strip()!r}")
+            pins[fields[0]] = (fields[1], fields[2])
+    return pins
+
+
+def _commands(text, word):
+    """Yield the token lists of shell commands in text that contain word
+    (e.g. "pip install"), backslash continuations joined."""
+    joined = re.sub(r"\\\n\s*", " ", text)
+    for line in joined.splitlines():
+        for part in re.split(r"&&|\|\||;|\|", line):
+            tokens = part.split()
+            for i in range(len(tokens) - len(word.split()) + 1):
+                if tokens[i:i + len(word.split())] == word.split():
+                    yield tokens[i + len(word.split()):]
+                    break
+
+
+def lint_workflows(files, pins_path):
+    pins = read_pins(pins_path)
+    used = set()
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        lines = text.splitlines()
+        uses = checkouts = 0
+        for n, line in enumerate(lines):
+            m = _USES.match(line)
+            if not m:
+                continue
+            ref, comment = m.group(2), m.group(3)
+            where = f"{path}:{n + 1}"
+            if ref.startswith("./"):
+                continue
+            if ref.startswith("docker://"):
+                if "@sha256:" not in ref:
+                    raise CheckError(f"{where}: {ref} is not pinned by digest")
+                continue
+            action, _, commit = ref.partition("@")
+            repo = "/".join(action.split("/")[:2])
+            if not re.fullmatch(r"[0-9a-f]{40}", commit):
+                raise CheckError(f"{where}: {ref} is not pinned by a full commit")
+            if repo not in pins:
+                raise CheckError(f"{where}: {repo} has no row in {pins_path}")
+            tag, want = pins[repo]
+            if commit != want or comment != tag:
+                raise CheckError(f"{where}: {ref} # {comment}: {pins_path} pins {repo} to {want} # {tag}")
+            used.add(repo)
+            uses += 1
+            # The step's lines: those indented deeper than its "- uses:".
+            indent = len(m.group(1))
+            step = []
+            for other in lines[n + 1:]:
+                if other.strip() and len(other) - len(other.lstrip()) <= indent:
+                    break
+                step.append(other.strip())
+            if repo == "actions/checkout":
+                if "persist-credentials: false" not in step:
+                    raise CheckError(f"{where}: actions/checkout without persist-credentials: false")
+                checkouts += 1
+            if repo == "pypa/gh-action-pypi-publish" and "skip-existing: true" not in step:
+                raise CheckError(f"{where}: the PyPI upload without skip-existing: true (a re-run would fail on what is there)")
+        for tokens in _commands(text, "pip install"):
+            if "--no-index" in tokens:
+                continue  # installs local files only
+            skip = False
+            for t in tokens:
+                if skip:
+                    skip = False
+                elif t.startswith("-"):
+                    skip = t in _PIP_VALUE_OPTIONS
+                elif not re.fullmatch(r"[A-Za-z0-9._\[\]-]+==[0-9][0-9A-Za-z.+!-]*", t):
+                    raise CheckError(f"{path}: pip install {t}: not pinned to an exact version (NAME==VERSION)")
+        for word in ("npm install -g", "npm i -g", "npx"):
+            for tokens in _commands(text, word):
+                names = [t for t in tokens if not t.startswith("-")]
+                if word == "npx":
+                    names = names[:1]
+                for t in names:
+                    if not re.fullmatch(r"@?[^@\s]+@\d+\.\d+\.\d+[0-9A-Za-z.+-]*", t):
+                        raise CheckError(f"{path}: {word} {t}: not pinned to an exact version (NAME@X.Y.Z)")
+        for word in ("go install", "go run"):
+            for tokens in _commands(text, word):
+                for t in tokens:
+                    if "@" in t and not t.startswith("-") and not re.fullmatch(r"[^@\s]+@v\d+\.\d+\.\d+[0-9A-Za-z.+-]*", t):
+                        raise CheckError(f"{path}: {word} {t}: not pinned to an exact version (MODULE@vX.Y.Z)")
+        ok(f"{os.path.basename(path)}: {uses} actions pinned by commit as {os.path.basename(pins_path)} records them, "
+           f"{checkouts} checkouts without persisted credentials, tool installs pinned")
+    unused = sorted(set(pins) - used)
+    if unused:
+        raise CheckError(f"{pins_path}: {', '.join(unused)} used by no workflow")
+
+
+def check_reproducible(dist_a, dist_b, subdirs):
+    artifacts, _ = load_artifacts(dist_a)
+    names = sorted({os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(dist_a)), a["path"]), os.path.abspath(dist_a))
+                    for a in artifacts if a.get("type") != "Metadata"})
+    for sub in subdirs:
+        names += sorted(os.path.join(sub, n) for n in os.listdir(os.path.join(dist_a, sub)))
+    differ = []
+    for n in names:
+        a, b = os.path.join(dist_a, n), os.path.join(dist_b, n)
+        if not os.path.isfile(b) or sha256(a) != sha256(b):
+            differ.append(n)
+    if differ:
+        raise CheckError(f"{len(differ)} of {len(names)} artifacts differ between the two builds: {', '.join(differ)}")
+    kinds = {}
+    for a in artifacts:
+        if a.get("type") != "Metadata":
+            kinds[a["type"]] = kinds.get(a["type"], 0) + 1
+    what = ", ".join(f"{v} {k.lower()}" for k, v in sorted(kinds.items()))
+    what += "".join(f", {len(os.listdir(os.path.join(dist_a, sub)))} in {sub}/" for sub in subdirs)
+    ok(f"two builds, byte for byte the same: all {len(names)} artifacts ({what})")
+
+
+def check_formula(dist):
+    artifacts, resolve = load_artifacts(dist)
+    [formula] = [resolve(a["path"]) for a in artifacts if a.get("type") == "Homebrew Formula"]
+    with open(formula, encoding="utf-8") as f:
+        text = f.read()
+    with open(os.path.join(dist, "metadata.json"), encoding="utf-8") as f:
+        version = json.load(f)["version"]
+    if f'version "{version}"' not in text:
+        raise CheckError(f"{formula}: no version \"{version}\"")
+    pairs = re.findall(r'url "([^"]+)"\s+sha256 "([0-9a-f]{64})"', text)
+    got = {u.rsplit("/", 1)[1]: d for u, d in pairs}
+    want = {os.path.basename(a["path"]): sha256(resolve(a["path"])) for a in artifacts if a.get("type") == "Archive"}
+    if got != want:
+        raise CheckError(f"{formula}: names {got}, want every archive with its sha256: {want}")
+    if 'bin.install "nanosandbox-mcp"' not in text or "nanosandbox-mcp --version" not in text:
+        raise CheckError(f"{formula}: no install of the binary, or no test of its --version")
+    ok(f"{os.path.basename(formula)}: version {version}, {len(pairs)} archives with their sha256, install and test")
+
+
+def make_module_proxy(root, version, out):
+    root = os.path.abspath(root)
+    with open(os.path.join(root, "go.mod"), encoding="utf-8") as f:
+        gomod = f.read()
+    module = re.search(r"^module\s+(\S+)", gomod, re.M).group(1)
+    listing = subprocess.run(["git", "-C", root, "ls-files", "-z", "-c", "-o", "--exclude-standard"],
+                             check=True, capture_output=True).stdout.decode().split("\0")
+    files = sorted({p for p in listing if p and os.path.isfile(os.path.join(root, p))
+                    and not os.path.islink(os.path.join(root, p))})
+    nested = {os.path.dirname(p) + "/" for p in files if p.endswith("/go.mod")}
+    files = [p for p in files if not any(p.startswith(d) for d in nested)]
+    base = os.path.join(out, *module.split("/"), "@v")
+    os.makedirs(base, exist_ok=True)
+    import zipfile
+    with zipfile.ZipFile(os.path.join(base, f"{version}.zip"), "w", zipfile.ZIP_DEFLATED) as zf:
+        for p in files:
+            zf.write(os.path.join(root, p), f"{module}@{version}/{p}")
+    with open(os.path.join(base, f"{version}.mod"), "w", encoding="utf-8") as f:
+        f.write(gomod)
+    with open(os.path.join(base, f"{version}.info"), "w", encoding="utf-8") as f:
+        json.dump({"Version": version, "Time": "2026-01-01T00:00:00Z"}, f)
+    with open(os.path.join(base, "list"), "w", encoding="utf-8") as f:
+        f.write(version + "\n")
+    ok(f"module proxy in {out}: {module}@{version}, {len(files)} files")
+
+
+def standin_wheel(goos, goarch, out):
+    sys.path.insert(0, os.path.join(os.path.dirname(PLATFORMS_JSON), "..", "..", "..", "python"))
+    try:
+        import build_wheels
+    finally:
+        sys.path.pop(0)
+    root = os.path.join(os.path.dirname(PLATFORMS_JSON), "..", "..", "..")
+    binary = b'#!/bin/sh\necho "nanosandbox-mcp 0.3.3 (stand-in)"\n'
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(root, "LICENSE"), encoding="utf-8") as f:
+        license_text = f.read()
+    path = build_wheels.build_wheel(out, "0.3.3", build_wheels.PLATFORM_TAGS[(goos, goarch)], binary,
+                                    "# nanosandbox-mcp 0.3.3\n\nA stand-in for the version PyPI has.\n", license_text)
+    print(path)
 
 
 class Server:
@@ -388,6 +709,24 @@ def main(argv):
     plat.add_argument("goarch")
     sub.add_parser("npm-packages")
     sub.add_parser("roundtrip").add_argument("--version")
+    sub.add_parser("next-version").add_argument("readme")
+    rv = sub.add_parser("release-version")
+    rv.add_argument("--tag")
+    rv.add_argument("readme")
+    rp = sub.add_parser("reproducible")
+    rp.add_argument("dist_a")
+    rp.add_argument("dist_b")
+    rp.add_argument("subdirs", nargs="*")
+    sub.add_parser("formula").add_argument("dist")
+    mp = sub.add_parser("module-proxy")
+    for a in ("root", "version", "out"):
+        mp.add_argument(a)
+    sw = sub.add_parser("standin-wheel")
+    for a in ("goos", "goarch", "out"):
+        sw.add_argument(a)
+    lw = sub.add_parser("lint-workflows")
+    lw.add_argument("--pins", default=os.path.join(os.path.dirname(PLATFORMS_JSON), "..", "..", "..", ".github", "action-pins.txt"))
+    lw.add_argument("workflows", nargs="+")
     for name in ("sigterm-during-call", "sigterm-oneshot"):
         sub.add_parser(name).add_argument("--also", action="append", default=[],
                                           help="an argument of other processes that must be gone too")
@@ -415,6 +754,20 @@ def main(argv):
                 print(name)
         elif args.cmd == "roundtrip":
             roundtrip(server, args.version)
+        elif args.cmd == "next-version":
+            print(changelog_versions(args.readme)[0])
+        elif args.cmd == "release-version":
+            check_release_version(args.readme, args.tag)
+        elif args.cmd == "reproducible":
+            check_reproducible(args.dist_a, args.dist_b, args.subdirs)
+        elif args.cmd == "formula":
+            check_formula(args.dist)
+        elif args.cmd == "module-proxy":
+            make_module_proxy(args.root, args.version, args.out)
+        elif args.cmd == "standin-wheel":
+            standin_wheel(args.goos, args.goarch, args.out)
+        elif args.cmd == "lint-workflows":
+            lint_workflows(args.workflows, os.path.normpath(args.pins))
         elif args.cmd == "sigterm-during-call":
             sleep = long_sleep_args()
 

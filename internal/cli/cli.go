@@ -86,7 +86,8 @@ func newFlags() *flags {
 	fs.StringArrayVar(&f.readOnly, "read-only", nil, "also let commands read PATH, shown again if hidden; inside a writable path it is read-only again (repeatable)")
 	fs.StringArrayVar(&f.writable, "writable", nil, "also let commands read and write PATH (repeatable)")
 	fs.StringArrayVar(&f.env, "env", nil, "pass variable NAME (its value here) or NAME=VALUE to commands (repeatable)")
-	fs.DurationVar(&f.timeout, "timeout", policy.DefaultTimeout, "wall-clock limit of one command; its whole process tree is killed; 0 for none")
+	f.timeout = policy.DefaultTimeout
+	fs.Var((*secondsOrDuration)(&f.timeout), "timeout", "wall-clock limit of one command (a duration, or plain seconds); its whole process tree is killed; 0 for none")
 	f.maxOutput = sizeValue(policy.DefaultMaxOutputBytes)
 	fs.Var(&f.maxOutput, "max-output", "output returned per stream (stdout, stderr); the head and tail are kept")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", policy.DefaultMaxConcurrent, "commands running at once; more calls wait")
@@ -151,6 +152,9 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		return fail(stderr, ue)
 	}
 	if err != nil {
+		if ue := renamed(err); ue != nil {
+			return fail(stderr, ue)
+		}
 		return fail(stderr, &usageError{msg: err.Error(), hint: "run " + name + " --help for every option"})
 	}
 	switch {

@@ -245,7 +245,14 @@ type rawSession struct {
 // rawServe starts the server with flags and completes the MCP handshake.
 func (e *env) rawServe(flags ...string) *rawSession {
 	e.t.Helper()
-	cmd := exec.Command(serverBin, append([]string{"--workspace", e.ws}, flags...)...)
+	return e.rawStart(append([]string{"--workspace", e.ws}, flags...), "2025-11-25")
+}
+
+// rawStart starts the server with exactly args and completes the MCP
+// handshake, asking for protocol version protocol.
+func (e *env) rawStart(args []string, protocol string) *rawSession {
+	e.t.Helper()
+	cmd := exec.Command(serverBin, args...)
 	cmd.Env = e.vars
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -286,7 +293,7 @@ func (e *env) rawServe(flags ...string) *rawSession {
 		}
 	})
 	r.request("initialize", map[string]any{
-		"protocolVersion": "2025-11-25",
+		"protocolVersion": protocol,
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]any{"name": "nsb-e2e-raw", "version": "1"},
 	})

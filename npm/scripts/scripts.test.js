@@ -9,7 +9,7 @@ const path = require('node:path');
 
 const { normalizeVersion, setVersion } = require('./set-version.js');
 const { stage, parseArgs: parseStageArgs } = require('./stage.js');
-const { distTag, order, parseArgs: parsePublishArgs, publish } = require('./publish.js');
+const { distTag, order, parseArgs: parsePublishArgs, publish, tokenConfig } = require('./publish.js');
 
 const LAUNCHER_DIR = path.join(__dirname, '..', 'nanosandbox-mcp');
 const PLATFORMS = require('../nanosandbox-mcp/lib/platforms.json');
@@ -189,7 +189,9 @@ test('publish goes platforms first, launcher last, skipping what is there', (t) 
     registry.add(`${pkg.name}@${pkg.version}`);
     return { status: 0, stdout: '', stderr: '' };
   };
-  const done = publish({ dir: out, registry: 'http://127.0.0.1:9/', tag: null, provenance: true, dryRun: false }, fakeNpm, () => {});
+  const logged = [];
+  const done = publish({ dir: out, registry: 'http://127.0.0.1:9/', tag: null, provenance: true, dryRun: false }, fakeNpm,
+    (l) => logged.push(l), { NPM_TOKEN: 'secret-token' });
   assert.deepEqual(done, [
     'publish nanosandbox-mcp-darwin-arm64@1.2.3',
     'skip nanosandbox-mcp-darwin-x64@1.2.3',
@@ -198,13 +200,63 @@ test('publish goes platforms first, launcher last, skipping what is there', (t) 
     'publish nanosandbox-mcp@1.2.3',
   ]);
   const publishes = calls.filter((a) => a[0] === 'publish');
-  assert.deepEqual(publishes[0].slice(2), ['--access', 'public', '--tag', 'latest', '--registry', 'http://127.0.0.1:9/', '--provenance']);
+  // Two packages are new to the registry: a bootstrap, every publish with the token.
+  assert.deepEqual(publishes[0].slice(2, -2), ['--access', 'public', '--tag', 'latest', '--registry', 'http://127.0.0.1:9/', '--provenance']);
+  for (const p of publishes) {
+    assert.equal(p[p.length - 2], '--userconfig');
+  }
+  assert.match(logged[0], /^bootstrap: nanosandbox-mcp-linux-arm64, nanosandbox-mcp-linux-x64 not on the registry yet/);
+  assert.match(logged[logged.length - 1], /npm trust github nanosandbox-mcp-linux-x64 --repo nanosandbox\/nanosandbox-mcp --file release.yml --env npm --allow-publish --yes --registry http:\/\/127.0.0.1:9\//);
+  assert.ok(!fs.existsSync(publishes[0][publishes[0].length - 1]), 'the temporary npm config is removed');
   for (const c of calls.filter((a) => a[0] === 'view')) {
     assert.deepEqual(c.slice(-2), ['--registry', 'http://127.0.0.1:9/']);
   }
-  // Run again: everything is there now.
-  const again = publish({ dir: out, registry: null, tag: null, provenance: false, dryRun: false }, fakeNpm, () => {});
+  // Run again: everything is there now, and the token is not needed.
+  const warned = [];
+  const again = publish({ dir: out, registry: null, tag: null, provenance: false, dryRun: false }, fakeNpm, (l) => warned.push(l), { NPM_TOKEN: 'x' });
   assert.ok(again.every((l) => l.startsWith('skip ')), again.join('\n'));
+  assert.match(warned[0], /^warning: NPM_TOKEN is set, but every package is on the registry/);
+});
+
+test('a first publish without NPM_TOKEN publishes nothing and says how to bootstrap', (t) => {
+  const root = tmpdir(t);
+  const out = path.join(root, 'out');
+  stage({ dist: fakeDist(root), out, version: null });
+  const calls = [];
+  const fakeNpm = (args) => {
+    calls.push(args);
+    return { status: 1, stdout: '', stderr: 'npm error code E404\nnpm error 404 Not Found' };
+  };
+  assert.throws(() => publish({ dir: out, tag: null }, fakeNpm, () => {}, {}),
+    /first publish: nanosandbox-mcp-darwin-arm64, .*, nanosandbox-mcp are not on the registry yet.*\n.*NPM_TOKEN/s);
+  assert.deepEqual(calls.filter((a) => a[0] !== 'view'), []);
+});
+
+test('with every package on the registry, publish runs without the token', (t) => {
+  const root = tmpdir(t);
+  const out = path.join(root, 'out');
+  stage({ dist: fakeDist(root, { version: '1.2.4' }), out, version: null });
+  const envs = [];
+  const fakeNpm = (args, env) => {
+    if (args[0] === 'view') {
+      return { status: 0, stdout: '1.2.3\n', stderr: '' }; // an earlier version only
+    }
+    envs.push(env);
+    assert.ok(!args.includes('--userconfig'));
+    return { status: 0, stdout: '', stderr: '' };
+  };
+  const done = publish({ dir: out, tag: null }, fakeNpm, () => {}, { NPM_TOKEN: 'x', NODE_AUTH_TOKEN: 'y', PATH: '/bin' });
+  assert.equal(done.length, 5);
+  for (const env of envs) {
+    assert.deepEqual(env, { PATH: '/bin' });
+  }
+});
+
+test('tokenConfig names NPM_TOKEN for the registry, never its value', (t) => {
+  const file = tokenConfig('http://127.0.0.1:4873/');
+  t.after(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }));
+  assert.equal(fs.readFileSync(file, 'utf8'), 'registry=http://127.0.0.1:4873/\n//127.0.0.1:4873/:_authToken=${NPM_TOKEN}\n');
+  assert.equal(fs.statSync(file).mode & 0o777, 0o600);
 });
 
 test('publish stops at the first failure, before the launcher', (t) => {

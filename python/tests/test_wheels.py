@@ -151,7 +151,7 @@ class WheelTest(unittest.TestCase):
                 "nanosandbox_mcp-1.2.3.data/scripts/nanosandbox-mcp",
                 "nanosandbox_mcp-1.2.3.dist-info/METADATA",
                 "nanosandbox_mcp-1.2.3.dist-info/WHEEL",
-                "nanosandbox_mcp-1.2.3.dist-info/LICENSE",
+                "nanosandbox_mcp-1.2.3.dist-info/licenses/LICENSE",
                 "nanosandbox_mcp-1.2.3.dist-info/RECORD",
             ])
             binary = zf.getinfo("nanosandbox_mcp-1.2.3.data/scripts/nanosandbox-mcp")
@@ -171,7 +171,11 @@ class WheelTest(unittest.TestCase):
                 "Tag: py3-none-musllinux_1_1_x86_64",
             ])
             meta = zf.read("nanosandbox_mcp-1.2.3.dist-info/METADATA").decode()
-            self.assertTrue(meta.startswith("Metadata-Version: 2.1\nName: nanosandbox-mcp\nVersion: 1.2.3\n"))
+            self.assertTrue(meta.startswith("Metadata-Version: 2.4\nName: nanosandbox-mcp\nVersion: 1.2.3\n"))
+            self.assertIn("\nLicense-Expression: MIT\nLicense-File: LICENSE\n", meta)
+            self.assertNotIn("\nLicense: ", meta)
+            self.assertNotIn("License ::", meta)
+            self.assertEqual(zf.read("nanosandbox_mcp-1.2.3.dist-info/licenses/LICENSE"), b"MIT License\n")
             self.assertIn("\n\n# nanosandbox-mcp\n\nA sandbox", meta)
             self.assertIn('__version__ = "1.2.3"', zf.read("nanosandbox_mcp/__init__.py").decode())
 
@@ -235,6 +239,38 @@ class WheelTest(unittest.TestCase):
             zf.writestr(info, "x = 1\n")
         with self.assertRaisesRegex(check_wheels.CheckError, "RECORD lists"):
             check_wheels.check_wheel(path)
+
+    def test_metadata_is_valid_core_metadata_2_4(self):
+        try:
+            from packaging.metadata import Metadata
+        except ImportError:
+            self.skipTest("needs packaging 24.1 or later (what twine validates uploads with)")
+        path = self.wheel(LINUX_X86_64)
+        with zipfile.ZipFile(path) as zf:
+            raw = zf.read("nanosandbox_mcp-1.2.3.dist-info/METADATA")
+        meta = Metadata.from_email(raw, validate=True)
+        self.assertEqual(str(meta.metadata_version), "2.4")
+        self.assertEqual(str(meta.license_expression), "MIT")
+        self.assertEqual(meta.license_files, ["LICENSE"])
+
+    def test_a_missing_license_file_fails_the_build(self):
+        with self.assertRaisesRegex(build_wheels.BuildError, "no license file"):
+            self.build(license_path=os.path.join(self.tmp, "NO-LICENSE"))
+
+    def test_checker_rejects_a_license_field_or_classifier_beside_the_expression(self):
+        for extra, want in [(b"License: MIT\n", "License field"),
+                            (b"Classifier: License :: OSI Approved :: MIT License\n", "license classifiers")]:
+            with self.subTest(extra=extra):
+                path = self.wheel(LINUX_X86_64)
+
+                def add(info, data, extra=extra):
+                    if info.filename.endswith("/METADATA"):
+                        data = data.replace(b"Keywords: ", extra + b"Keywords: ", 1)
+                    return info, data
+
+                rewrite(path, add)
+                with self.assertRaisesRegex(check_wheels.CheckError, want):
+                    check_wheels.check_wheel(path)
 
     def test_checker_rejects_unknown_tags(self):
         path = self.wheel("macosx_12_0_arm64")

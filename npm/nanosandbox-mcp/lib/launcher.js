@@ -35,13 +35,38 @@ function packageName(platform, arch) {
   return PLATFORMS[`${platform} ${arch}`] || null;
 }
 
+// npxInstall returns the directory npx installed this launcher in
+// (<cache>/_npx/<hash>, whose node_modules holds it), or null when dir is
+// not inside one.
+function npxInstall(dir) {
+  const m = /^(.*[\\/]_npx[\\/][^\\/]+)[\\/]node_modules[\\/]/.exec(dir);
+  return m ? m[1] : null;
+}
+
+// shellQuote quotes s for a POSIX shell, unless it needs no quoting.
+function shellQuote(s) {
+  return /^[\w@%+=:,./~-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
+}
+
 // missingMessage explains that pkg is not installed and how to fix it.
-function missingMessage(pkg) {
-  return [
+// dir is where this launcher is installed: inside npx's cache, the fix
+// also needs that install removed, because npx reuses it as it is, without
+// the platform package, on every later run of the same command, with or
+// without --omit=optional.
+function missingMessage(pkg, dir = __dirname) {
+  const lines = [
     `${NAME}: error: the platform package "${pkg}" is not installed`,
     `${NAME}: hint: npm installs it as an optional dependency of ${NAME} on ${pkg.slice(NAME.length + 1)}; ` +
       `reinstall without --omit=optional (check npm_config_omit too), or install it directly: npm install ${pkg}`,
-  ].join('\n');
+  ];
+  const npx = npxInstall(dir);
+  if (npx) {
+    lines.push(
+      `${NAME}: hint: npx keeps reusing this install, made without it, until it is removed: ` +
+        `rm -rf ${shellQuote(npx)} (or all of npx's cache, ~/.npm/_npx), then run npx again without --omit=optional`,
+    );
+  }
+  return lines.join('\n');
 }
 
 // unsupportedMessage explains that platform and arch have no binary.
@@ -202,6 +227,7 @@ module.exports = {
   exitLike,
   main,
   missingMessage,
+  npxInstall,
   packageName,
   run,
   signalNumber,

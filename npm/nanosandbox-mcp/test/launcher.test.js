@@ -113,6 +113,30 @@ test('binaryPath names the missing package and the fix', () => {
   );
 });
 
+test('npxInstall finds the npx cache directory the launcher runs from', () => {
+  for (const [dir, want] of [
+    ['/home/u/.npm/_npx/0a1b2c3d4e5f6a7b/node_modules/nanosandbox-mcp/lib', '/home/u/.npm/_npx/0a1b2c3d4e5f6a7b'],
+    ['/tmp/my cache/_npx/ffee/node_modules/nanosandbox-mcp/lib', '/tmp/my cache/_npx/ffee'],
+    ['/home/u/project/node_modules/nanosandbox-mcp/lib', null],
+    ['/usr/lib/node_modules/nanosandbox-mcp/lib', null],
+  ]) {
+    assert.equal(launcher.npxInstall(dir), want, dir);
+  }
+});
+
+test('missingMessage inside npx\'s cache says to remove that install', () => {
+  const msg = launcher.missingMessage('nanosandbox-mcp-linux-x64',
+    "/home/u/.npm/_npx/0a1b2c3d/node_modules/nanosandbox-mcp/lib");
+  assert.match(msg, /npx keeps reusing this install/);
+  assert.match(msg, /rm -rf \/home\/u\/\.npm\/_npx\/0a1b2c3d /);
+  assert.match(msg, /~\/\.npm\/_npx/);
+  const quoted = launcher.missingMessage('nanosandbox-mcp-linux-x64',
+    "/home/o'neil/my cache/_npx/ab/node_modules/nanosandbox-mcp/lib");
+  assert.match(quoted, /rm -rf '\/home\/o'\\''neil\/my cache\/_npx\/ab' /);
+  const project = launcher.missingMessage('nanosandbox-mcp-linux-x64', '/p/node_modules/nanosandbox-mcp/lib');
+  assert.doesNotMatch(project, /npx/);
+});
+
 test('binaryPath passes other resolve errors through', () => {
   const boom = new Error('boom');
   assert.throws(() => launcher.binaryPath('linux', 'x64', () => { throw boom; }), (err) => err === boom);
