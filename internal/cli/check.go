@@ -92,10 +92,16 @@ type checkReport struct {
 	AllowNet    []policy.Host `json:"allow_net,omitempty"`
 	HostNetwork bool          `json:"host_network,omitempty"`
 	DryRunMS    float64       `json:"dry_run_ms,omitempty"`
+	// AppArmor holds the profiles that allow user namespaces for this
+	// binary where AppArmor restricts them, each with its install command.
+	AppArmor []sandbox.AppArmorProfile `json:"apparmor_profiles,omitempty"`
 }
 
 func checkJSON(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 	rep := checkReport{Capabilities: caps, Verdict: "ok"}
+	if caps.AppArmor {
+		rep.AppArmor = sandbox.AppArmorProfiles()
+	}
 	code := exitOK
 	emit := func() int {
 		b, _ := json.MarshalIndent(rep, "", "  ")

@@ -395,7 +395,13 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, audit
 		}
 		return exitNoExec
 	case errors.As(err, &setup):
-		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: run %s --check --workspace DIR to see which layer fails\n", name, setup, name, name)
+		hint := "run " + name + " --check --workspace DIR to see which layer fails"
+		if setup.Fix != "" {
+			s := *setup
+			hint, s.Fix = setup.Fix, ""
+			setup = &s
+		}
+		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, setup, name, hint)
 		return exitSetup
 	case err != nil:
 		fmt.Fprintf(stderr, "%s: error: %s\n", name, err)

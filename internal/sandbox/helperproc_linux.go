@@ -190,7 +190,7 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 			}
 		}
 		why, fix := diagnoseUserNS(err)
-		return nil, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix, Errno: errnoOf(err)}
+		return nil, &SetupError{Op: "create namespaces", Err: "cannot create user namespaces: " + why, Fix: fix, Errno: errnoOf(err)}
 	}
 	return h, nil
 }

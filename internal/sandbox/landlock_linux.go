@@ -140,14 +140,25 @@ func landlockAccessFor(abi int) landlockAccess {
 // landlockABI returns the kernel's Landlock ABI version, or 0 when Landlock is
 // unsupported or disabled (ENOSYS, EOPNOTSUPP). It never fails open: callers refuse 0.
 func landlockABI() int {
-	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		// ENOSYS: built without CONFIG_SECURITY_LANDLOCK; EOPNOTSUPP: built
-		// but not in lsm= at boot. Any other error (a seccomp filter of a
-		// container runtime, say) means we cannot tell, which is refused too.
-		return 0
+	abi, _ := kernelLandlock()
+	return abi
+}
+
+// kernelLandlock returns the kernel's Landlock ABI version, or 0 and why
+// there is none.
+func kernelLandlock() (abi int, why string) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	switch errno {
+	case 0:
+		return int(v), ""
+	case unix.ENOSYS:
+		return 0, "this kernel has no Landlock (Linux before 5.13, or built without CONFIG_SECURITY_LANDLOCK)"
+	case unix.EOPNOTSUPP:
+		return 0, "Landlock is built into this kernel but not enabled: \"landlock\" is missing from the lsm= boot parameter"
 	}
-	return int(abi)
+	// A seccomp filter (an older container runtime's) may refuse the call:
+	// then nothing can be told, which counts as no Landlock.
+	return 0, "landlock_create_ruleset: " + errno.Error() + " (a seccomp filter, a container's, may refuse it)"
 }
 
 // restrictLandlock enforces r on the calling thread (landlock_restrict_self),

@@ -12,15 +12,28 @@ type Capabilities struct {
 	OS     string `json:"os"`
 	Arch   string `json:"arch"`
 	Kernel string `json:"kernel,omitempty"` // kernel release, where there is one
-	// LandlockABI is the Landlock ABI version; 0 if Landlock is missing
-	// (Linux only).
-	LandlockABI int `json:"landlock_abi"`
-	// UserNS is empty when user namespaces can be created, else why not;
-	// UserNSFix says how to allow them (Linux only).
-	UserNS    string `json:"user_ns_unavailable,omitempty"`
-	UserNSFix string `json:"user_ns_fix,omitempty"`
+	// LandlockABI is the Landlock ABI version; 0 if Landlock is missing,
+	// and LandlockWhy says why (Linux only).
+	LandlockABI int    `json:"landlock_abi"`
+	LandlockWhy string `json:"landlock_unavailable,omitempty"`
+	// UserNS is empty when user namespaces can be created and give the
+	// capabilities the sandbox needs in them, else why not; UserNSKind
+	// names the case (UserNSRefused, UserNSNoCapabilities) and UserNSFix
+	// says how to allow them (Linux only).
+	UserNS     string `json:"user_ns_unavailable,omitempty"`
+	UserNSKind string `json:"user_ns_kind,omitempty"`
+	UserNSFix  string `json:"user_ns_fix,omitempty"`
+	// AppArmor is set when AppArmor restricts user namespaces (Ubuntu
+	// 23.10+) and they are unavailable: [AppArmorProfiles] allow them.
+	AppArmor bool `json:"apparmor_restricts_userns,omitempty"`
+	// Container names the container runtime the server seems to run
+	// under ("Docker", "Podman", "Kubernetes"), or is empty.
+	Container string `json:"container,omitempty"`
 	// Seccomp is empty when seccomp filters are available, else why not.
-	Seccomp string `json:"seccomp_unavailable,omitempty"`
+	// SeccompInherited is set when a filter already applies to the server
+	// (a container's, or its launcher's); the sandbox's stacks on it.
+	Seccomp          string `json:"seccomp_unavailable,omitempty"`
+	SeccompInherited bool   `json:"seccomp_inherited,omitempty"`
 	// Cgroup is the server's delegated cgroup v2 directory, where commands
 	// get their own cgroups; empty if there is none, and CgroupWhy says
 	// why. CgroupCPU reports the cpu controller there.
@@ -37,6 +50,17 @@ type Capabilities struct {
 	// not known.
 	Identity string `json:"identity,omitempty"`
 }
+
+// The cases of unavailable user namespaces (Capabilities.UserNSKind).
+const (
+	// UserNSRefused: creating one fails (a sysctl, a limit, a container's
+	// seccomp filter, AppArmor without a profile to fall back on).
+	UserNSRefused = "refused"
+	// UserNSNoCapabilities: one is made, but without the capabilities to
+	// mount in it (Ubuntu 23.10+'s AppArmor restriction, a container's
+	// security profile).
+	UserNSNoCapabilities = "no-capabilities"
+)
 
 // Probe finds what this machine can enforce, proving by trying what only a
 // try shows (on Linux: it starts one short-lived process to prove user
@@ -78,16 +102,28 @@ func (c Capabilities) Refusal() *Refusal {
 		return &Refusal{Cause: fmt.Sprintf("architecture %s is not supported: its seccomp filter has not been reviewed", c.Arch), Fix: "run the server on amd64 (x86-64) or arm64"}
 	}
 	if c.LandlockABI < 1 {
-		return &Refusal{Cause: "this kernel has no Landlock (kernel " + c.Kernel + "), the sandbox's second layer", Fix: "use Linux 5.13 or newer with Landlock enabled (CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter)"}
+		return &Refusal{Cause: c.LandlockWhy + " (kernel " + c.Kernel + "): Landlock is the sandbox's second layer", Fix: landlockFix}
 	}
 	if c.UserNS != "" {
-		return &Refusal{Cause: "cannot create user namespaces: " + c.UserNS, Fix: c.UserNSFix}
+		return &Refusal{Cause: c.userNSCause(), Fix: c.UserNSFix}
 	}
 	if c.Seccomp != "" {
 		return &Refusal{Cause: "seccomp filters are unavailable: " + c.Seccomp, Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
 	}
 	return nil
 }
+
+// userNSCause says in a sentence why the sandbox's namespaces are
+// unavailable.
+func (c Capabilities) userNSCause() string {
+	if c.UserNSKind == UserNSNoCapabilities {
+		return "user namespaces give no capabilities here: " + c.UserNS
+	}
+	return "cannot create user namespaces: " + c.UserNS
+}
+
+// landlockFix says how to get Landlock.
+const landlockFix = "use Linux 5.13 or newer with Landlock enabled (CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter)"
 
 // Report lists each layer and whether it is active, one per line.
 func (c Capabilities) Report() string {
@@ -106,7 +142,7 @@ func (c Capabilities) Report() string {
 		}
 		return "MISSING " + bad
 	}
-	fmt.Fprintf(&b, "namespaces    %s\n", yes(c.UserNS == "", "user, mount, pid, net, ipc, uts, cgroup", c.UserNS))
+	fmt.Fprintf(&b, "namespaces    %s\n", yes(c.UserNS == "", "user, mount, pid, net, ipc, uts, cgroup", c.userNSCause()))
 	if c.Identity != "" {
 		fmt.Fprintf(&b, "identity      ok    %s, no capabilities\n", c.Identity)
 	}
@@ -118,8 +154,22 @@ func (c Capabilities) Report() string {
 	} else if c.LandlockABI == 1 {
 		lab += " (filesystem; renames across directories are refused below ABI 2)"
 	}
-	fmt.Fprintf(&b, "landlock      %s\n", yes(c.LandlockABI >= 1, lab, "not in this kernel"))
-	fmt.Fprintf(&b, "seccomp       %s\n", yes(c.Seccomp == "", "filter with TSYNC, "+c.Arch+" syscall table", c.Seccomp))
+	if c.LandlockABI < 1 {
+		lab = c.LandlockWhy
+		if lab == "" {
+			lab = "not in this kernel"
+		}
+	}
+	fmt.Fprintf(&b, "landlock      %s\n", yes(c.LandlockABI >= 1, lab, lab))
+	sec := "filter with TSYNC, " + c.Arch + " syscall table"
+	if c.SeccompInherited {
+		sec += "; a filter already applies to the server"
+		if c.Container != "" {
+			sec += " (" + c.Container + "'s)"
+		}
+		sec += ", and the sandbox's stacks on it"
+	}
+	fmt.Fprintf(&b, "seccomp       %s\n", yes(c.Seccomp == "", sec, c.Seccomp))
 	if c.Cgroup != "" {
 		fmt.Fprintf(&b, "limits        ok    cgroup v2, delegated at %s", c.Cgroup)
 		if c.CgroupScope != "" {

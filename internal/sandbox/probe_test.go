@@ -16,10 +16,15 @@ func TestRefusal(t *testing.T) {
 		cause, fix string
 	}{
 		{"all present", func(*Capabilities) {}, "", ""},
-		{"no Landlock", func(c *Capabilities) { c.LandlockABI = 0 }, "no Landlock", "Linux 5.13"},
+		{"no Landlock", func(c *Capabilities) {
+			c.LandlockABI, c.LandlockWhy = 0, "this kernel has no Landlock (Linux before 5.13, or built without CONFIG_SECURITY_LANDLOCK)"
+		}, "this kernel has no Landlock", "Linux 5.13"},
 		{"no user namespaces", func(c *Capabilities) {
-			c.UserNS, c.UserNSFix = "operation not permitted (AppArmor ...)", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+			c.UserNS, c.UserNSKind, c.UserNSFix = "operation not permitted (AppArmor ...)", UserNSRefused, "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
 		}, "cannot create user namespaces", "apparmor_restrict_unprivileged_userns"},
+		{"user namespaces without capabilities", func(c *Capabilities) {
+			c.UserNS, c.UserNSKind, c.UserNSFix = "a mount in a new one fails: ...", UserNSNoCapabilities, "an AppArmor profile"
+		}, "user namespaces give no capabilities here: a mount in a new one fails", "AppArmor profile"},
 		{"no seccomp", func(c *Capabilities) { c.Seccomp = "ENOSYS" }, "seccomp", "CONFIG_SECCOMP_FILTER"},
 		{"another architecture", func(c *Capabilities) { c.Arch = "riscv64" }, "riscv64 is not supported", "amd64"},
 		{"macOS, for now", func(c *Capabilities) { c.OS = "darwin" }, "macOS is not supported yet", "Linux"},
@@ -40,6 +45,16 @@ func TestRefusal(t *testing.T) {
 				t.Errorf("got %+v, want cause %q and fix %q", r, tt.cause, tt.fix)
 			}
 		})
+	}
+}
+
+// TestReportInheritedSeccomp: a filter already on the server (a
+// container's) is named, and the sandbox's stacks on it.
+func TestReportInheritedSeccomp(t *testing.T) {
+	c := Capabilities{OS: "linux", Arch: "amd64", LandlockABI: 7, SeccompInherited: true, Container: "Docker"}
+	want := "seccomp       ok    filter with TSYNC, amd64 syscall table; a filter already applies to the server (Docker's), and the sandbox's stacks on it\n"
+	if got := c.Report(); !strings.Contains(got, want) {
+		t.Errorf("got\n%s\nwant a line\n%s", got, want)
 	}
 }
 

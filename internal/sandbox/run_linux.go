@@ -251,6 +251,12 @@ func (s *linuxSandbox) outcome(res Result, rs []report, cgo cgroupOutcome, waitE
 	for _, r := range rs {
 		switch {
 		case r.Setup != nil:
+			if why, fix := noCapabilities(r.Setup); why != "" {
+				// The namespaces were made, without the capabilities to
+				// build the sandbox in them (the probe, skipped or earlier,
+				// did not see it).
+				return res, &SetupError{Op: "create namespaces", Err: "user namespaces give no capabilities here: " + why, Fix: fix, Errno: r.Setup.Errno}
+			}
 			return res, r.Setup
 		case r.Start != nil:
 			return res, r.Start

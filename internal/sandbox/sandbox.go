@@ -62,9 +62,15 @@ type SetupError struct {
 	Op    string        // "mount", "landlock_restrict_self", ...
 	Err   string        // what went wrong
 	Errno syscall.Errno `json:",omitempty"` // the error number, if one caused it; else 0
+	// Fix says how to make the machine allow it, where that is known; else
+	// empty.
+	Fix string `json:",omitempty"`
 }
 
 func (e *SetupError) Error() string {
+	if e.Fix != "" {
+		return fmt.Sprintf("sandbox setup failed: %s: %s; to fix: %s", e.Op, e.Err, e.Fix)
+	}
 	return fmt.Sprintf("sandbox setup failed: %s: %s", e.Op, e.Err)
 }
 
