@@ -39,7 +39,8 @@
 // Linux (amd64, arm64): user, mount, pid, net, ipc, uts and cgroup
 // namespaces built by a re-executed helper; the command runs in a nested user
 // namespace as the caller (a root caller's as another uid), with no
-// capabilities, under Landlock (ABI 1+) and a seccomp filter. The server's
+// capabilities, under Landlock (ABI 1+, where the kernel has it) and a
+// seccomp filter. The server's
 // half: run_linux.go (one call), helperproc_linux.go (a helper as the server
 // starts and feeds it), spare_linux.go (the helper kept for the next call).
 // Both halves: network_linux.go (the proxy's listening socket, made in the
@@ -58,10 +59,13 @@
 //
 // # What is refused
 //
-// Nothing fails open: a kernel without Landlock, without user namespaces, an
-// architecture without a reviewed seccomp filter, or a policy that needs a
-// mechanism the machine lacks is refused by [Capabilities.Refusal] before the
-// server starts, with the cause and the fix. So is, for a root caller, a
+// Nothing fails open: a kernel without user namespaces (or whose
+// namespaces give no capabilities), an architecture without a reviewed
+// seccomp filter, or a policy that needs a mechanism the machine lacks is
+// refused by [Capabilities.Refusal] before the server starts, with the
+// cause and the fix. A kernel without Landlock is not refused: the mounts
+// hold the filesystem policy, and [Capabilities.MissingLayer] says, in
+// --check and the tool's description, that the second layer is missing. So is, for a root caller, a
 // grant its commands could not reach as their own uid (a writable path on a
 // filesystem without idmapped mounts, a path below a directory other users
 // may not enter), and --host-network where Landlock cannot scope abstract

@@ -138,7 +138,9 @@ func landlockAccessFor(abi int) landlockAccess {
 }
 
 // landlockABI returns the kernel's Landlock ABI version, or 0 when Landlock is
-// unsupported or disabled (ENOSYS, EOPNOTSUPP). It never fails open: callers refuse 0.
+// unsupported or disabled (ENOSYS, EOPNOTSUPP). It never fails open: a
+// caller given 0 applies no Landlock only where the mounts hold the policy,
+// and says so.
 func landlockABI() int {
 	abi, _ := kernelLandlock()
 	return abi
@@ -159,6 +161,15 @@ func kernelLandlock() (abi int, why string) {
 	// A seccomp filter (an older container runtime's) may refuse the call:
 	// then nothing can be told, which counts as no Landlock.
 	return 0, "landlock_create_ruleset: " + errno.Error() + " (a seccomp filter, a container's, may refuse it)"
+}
+
+// probeLandlock is kernelLandlock, unless a test build switched Landlock
+// off (landlockSwitchedOff), which then looks like a kernel without it.
+func probeLandlock() (abi int, why string) {
+	if landlockSwitchedOff {
+		return 0, "switched off in this test build (-tags nanosandbox_nolandlock)"
+	}
+	return kernelLandlock()
 }
 
 // restrictLandlock enforces r on the calling thread (landlock_restrict_self),

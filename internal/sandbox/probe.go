@@ -101,9 +101,9 @@ func (c Capabilities) Refusal() *Refusal {
 	if c.Arch != "amd64" && c.Arch != "arm64" {
 		return &Refusal{Cause: fmt.Sprintf("architecture %s is not supported: its seccomp filter has not been reviewed", c.Arch), Fix: "run the server on amd64 (x86-64) or arm64"}
 	}
-	if c.LandlockABI < 1 {
-		return &Refusal{Cause: c.LandlockWhy + " (kernel " + c.Kernel + "): Landlock is the sandbox's second layer", Fix: landlockFix}
-	}
+	// No Landlock is no refusal here: the mounts hold the filesystem
+	// policy, and Report and the tool's description say the second layer
+	// is missing.
 	if c.UserNS != "" {
 		return &Refusal{Cause: c.userNSCause(), Fix: c.UserNSFix}
 	}
@@ -124,6 +124,17 @@ func (c Capabilities) userNSCause() string {
 
 // landlockFix says how to get Landlock.
 const landlockFix = "use Linux 5.13 or newer with Landlock enabled (CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter)"
+
+// MissingLayer names the defence-in-depth layer this machine lacks while
+// another layer does its job (Landlock, where the mounts hold the
+// filesystem policy), in a sentence for the tool's description; empty
+// when none is missing.
+func (c Capabilities) MissingLayer() string {
+	if c.OS != "linux" || c.LandlockABI >= 1 {
+		return ""
+	}
+	return "Landlock is unavailable on this machine: the sandbox's mounts alone keep commands to the paths above (Landlock, the second layer under them, is missing)."
+}
 
 // Report lists each layer and whether it is active, one per line.
 func (c Capabilities) Report() string {
@@ -158,6 +169,9 @@ func (c Capabilities) Report() string {
 		lab = c.LandlockWhy
 		if lab == "" {
 			lab = "not in this kernel"
+		}
+		if c.UserNS == "" {
+			lab += "; the mounts hold the filesystem policy without this second layer"
 		}
 	}
 	fmt.Fprintf(&b, "landlock      %s\n", yes(c.LandlockABI >= 1, lab, lab))

@@ -24,7 +24,7 @@ func probe(quick bool) Capabilities {
 	if unix.Uname(&u) == nil {
 		c.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	c.LandlockABI, c.LandlockWhy = kernelLandlock()
+	c.LandlockABI, c.LandlockWhy = probeLandlock()
 	c.Seccomp = probeSeccomp()
 	c.SeccompInherited = seccompMode() == 2
 	c.Container = detectContainer()

@@ -16,9 +16,9 @@ func TestRefusal(t *testing.T) {
 		cause, fix string
 	}{
 		{"all present", func(*Capabilities) {}, "", ""},
-		{"no Landlock", func(c *Capabilities) {
-			c.LandlockABI, c.LandlockWhy = 0, "this kernel has no Landlock (Linux before 5.13, or built without CONFIG_SECURITY_LANDLOCK)"
-		}, "this kernel has no Landlock", "Linux 5.13"},
+		// The mounts hold the filesystem policy: a missing second layer is
+		// said, not refused (TestReportMissingLandlock).
+		{"no Landlock", func(c *Capabilities) { c.LandlockABI = 0 }, "", ""},
 		{"no user namespaces", func(c *Capabilities) {
 			c.UserNS, c.UserNSKind, c.UserNSFix = "operation not permitted (AppArmor ...)", UserNSRefused, "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
 		}, "cannot create user namespaces", "apparmor_restrict_unprivileged_userns"},
@@ -45,6 +45,24 @@ func TestRefusal(t *testing.T) {
 				t.Errorf("got %+v, want cause %q and fix %q", r, tt.cause, tt.fix)
 			}
 		})
+	}
+}
+
+// TestReportMissingLandlock: without Landlock, --check says why it is
+// missing, that the mounts hold the policy without it, and the tool's
+// description says which layer is missing.
+func TestReportMissingLandlock(t *testing.T) {
+	c := Capabilities{OS: "linux", Arch: "amd64", Kernel: "5.10.0", LandlockWhy: "this kernel has no Landlock (Linux before 5.13, or built without CONFIG_SECURITY_LANDLOCK)"}
+	want := "landlock      MISSING this kernel has no Landlock (Linux before 5.13, or built without CONFIG_SECURITY_LANDLOCK); the mounts hold the filesystem policy without this second layer\n"
+	if got := c.Report(); !strings.Contains(got, want) {
+		t.Errorf("got\n%s\nwant a line\n%s", got, want)
+	}
+	if got := c.MissingLayer(); !strings.Contains(got, "Landlock") || !strings.Contains(got, "mounts") {
+		t.Errorf("MissingLayer: got %q", got)
+	}
+	c.LandlockABI = 1
+	if got := c.MissingLayer(); got != "" {
+		t.Errorf("with Landlock: MissingLayer %q, want none", got)
 	}
 }
 

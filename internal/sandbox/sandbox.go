@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -132,6 +133,19 @@ func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
 
 // Mechanisms names what holds each limit.
 func (s *Sandbox) Mechanisms() Mechanisms { return s.mech }
+
+// Caveats says, in sentences for the tool's description, where the sandbox
+// holds less than the policy describes: a limit held per process, a
+// missing defence-in-depth layer; empty when it holds all of it.
+func (s *Sandbox) Caveats() string {
+	var out []string
+	for _, c := range []string{s.mech.Caveats(), s.caps.MissingLayer()} {
+		if c != "" {
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, "\n")
+}
 
 // Capabilities is what the machine was found to enforce, as adjusted when
 // the sandbox was prepared (a delegated cgroup that proved unusable).
