@@ -25,6 +25,10 @@ var (
 	// dynamicBin is a build with an ELF interpreter (cgo), or "" with
 	// dynamicWhy saying why there is none.
 	dynamicBin, dynamicWhy string
+	// noLandlockBin is a test build with Landlock switched off (-tags
+	// nanosandbox_nolandlock), or "" with noLandlockWhy saying why there
+	// is none.
+	noLandlockBin, noLandlockWhy string
 
 	sourcesOnce sync.Once
 )
@@ -36,6 +40,7 @@ const secretValue = "nsb-secret-6f1e2d"
 func TestMain(m *testing.M) {
 	serverBin, attackBin = os.Getenv("NANOSANDBOX_BIN"), os.Getenv("NANOSANDBOX_ATTACK_BIN")
 	dynamicBin = os.Getenv("NANOSANDBOX_DYNAMIC_BIN")
+	noLandlockBin = os.Getenv("NANOSANDBOX_NOLANDLOCK_BIN")
 	var tmp string
 	if serverBin == "" || attackBin == "" {
 		builtHere = true
@@ -61,6 +66,15 @@ func TestMain(m *testing.M) {
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b.pkg, err, out)
+				os.Exit(1)
+			}
+		}
+		if noLandlockBin == "" {
+			noLandlockBin = filepath.Join(tmp, "nanosandbox-mcp-nolandlock")
+			cmd := exec.Command("go", "build", "-trimpath", "-tags", "nanosandbox_nolandlock", "-o", noLandlockBin, "../..")
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "go build -tags nanosandbox_nolandlock: %v\n%s", err, out)
 				os.Exit(1)
 			}
 		}
