@@ -401,3 +401,35 @@ func TestManyRepositories(t *testing.T) {
 		t.Error("planted code ran")
 	}
 }
+
+// TestUnmounted: where nothing keeps a call's protections read-only (the
+// sandbox without namespaces), no stand-in is made for a command to fill,
+// and what a call wrote in a trusted repository's hooks and config is
+// judged when it ends.
+func TestUnmounted(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q && rm -rf .git/hooks")
+	f.cfg.Unmounted = true
+	f.start()
+	c, err := f.g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".git/hooks", ".git/commondir"} {
+		if _, err := os.Lstat(filepath.Join(f.root, p)); err == nil {
+			t.Errorf("a stand-in %s was made, which nothing keeps read-only", p)
+		}
+	}
+	f.sh(`mkdir -p .git/hooks && printf '#!/bin/sh\n%s\n' "$PWN" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit &&
+printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" >> .git/config`)
+	notes := c.End()
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{"hooks", "config"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no note about %s: %q", want, notes)
+		}
+	}
+	if f.userGit(".") {
+		t.Errorf("the user's git ran what the call planted")
+	}
+}
