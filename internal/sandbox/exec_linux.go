@@ -61,7 +61,7 @@ func execMain() {
 			fail(err)
 		}
 	}
-	if err := installSeccomp(); err != nil {
+	if err := installSeccomp(s.Filter); err != nil {
 		fail(err)
 	}
 	sendReport(rep, report{Ready: true})
