@@ -39,7 +39,7 @@ A one-shot command (after --) has no time limit unless --timeout is given, and
 exits with its own status (128+N for signal N, 127 not found, 126 not
 executable, 125 sandbox setup failed, 124 timed out).
 
-Linux needs Landlock (kernel 5.13+) and user namespaces; macOS is not supported
+Linux needs user namespaces (Landlock, 5.13+, for --without-namespaces); macOS is not supported
 yet; Windows is refused.
 `)
 	return b.String()

@@ -17,6 +17,8 @@ func childMain(stage string) {
 		probeMain()
 	case "helper":
 		helperMain()
+	case "reduced":
+		reducedHelperMain()
 	case "exec":
 		execMain()
 	}

@@ -53,6 +53,16 @@
 // one or systemd gives it one ([JoinScope], systemd_linux.go), else by
 // rlimits, which count less (memory.go).
 //
+// Without namespaces, on the flag that asks for it (--without-namespaces,
+// where the machine refuses them): Landlock keeps writes to the writable
+// paths and reads to an allow-list of the system's trees, seccomp holds
+// what the namespaces did (no internet or unix sockets, below Landlock ABI
+// 9 and 3 no named unix sockets or truncate(2)), rlimits the limits, and
+// the helper, the command's subreaper, kills what a call leaves
+// (reduced_linux.go, reducedhelper_linux.go). What that cannot keep
+// ([policy.Unkept]) the user gives up by name, or the server refuses to
+// start; a root caller is refused.
+//
 // macOS and every other OS: [ErrUnsupported] for now (#2 lands Linux first).
 // What an OS provides is one platform (platform.go); run_other.go is the
 // one for every OS without a sandbox.

@@ -104,7 +104,19 @@ func setRlimits(l policy.Limits, m Mechanisms) error {
 		errs = append(errs, set("RLIMIT_DATA", unix.RLIMIT_DATA, uint64(l.MemoryBytes)))
 	}
 	if m.Processes == ByRlimit {
-		errs = append(errs, set("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(l.MaxProcesses)))
+		n := uint64(l.MaxProcesses)
+		if m.WithoutNamespaces {
+			// Without a user namespace of the sandbox's own, RLIMIT_NPROC
+			// counts every process and thread of the caller's: the
+			// command gets its limit above what the caller has now, within
+			// the hard limit.
+			n += uint64(userTasks())
+			var cur unix.Rlimit
+			if unix.Getrlimit(unix.RLIMIT_NPROC, &cur) == nil && cur.Max < n {
+				n = cur.Max
+			}
+		}
+		errs = append(errs, set("RLIMIT_NPROC", unix.RLIMIT_NPROC, n))
 	}
 	if m.FileSize == ByRlimit {
 		errs = append(errs, set("RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(l.MaxFileBytes)))

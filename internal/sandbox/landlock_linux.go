@@ -22,7 +22,9 @@ import (
 // connect on their own loopback (a test server, a language server). Handling
 // TCP would break exactly those, and would add nothing for what escapes the
 // namespace: Landlock's TCP rules see neither UDP nor MPTCP, which seccomp
-// refuses instead.
+// refuses instead. Without namespaces (landlockRules.NoTCP) there is no
+// loopback of the sandbox's own: TCP is handled and nothing granted, under
+// the seccomp filter that refuses internet sockets already.
 
 const (
 	// landlockReadAccess is what a read-only root grants: read, list and
@@ -64,6 +66,10 @@ type landlockRules struct {
 	ReadOnly []string // read, list and execute beneath each: typically just "/"
 	Writable []string // every file access beneath each (the workspace, --writable paths, /tmp, /var/tmp, /run, /dev/shm, the private home)
 	Devices  []string // write to these files only (plus ioctl on devices at ABI 5+): /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx, and /dev/pts (directory)
+	// NoTCP handles TCP bind and connect and grants neither (Landlock ABI
+	// 4+; below, seccomp alone refuses internet sockets): commands without
+	// a network namespace, and with the network off.
+	NoTCP bool `json:",omitempty"`
 }
 
 // landlockAccess is what one ABI version lets us handle and grant.
@@ -190,6 +196,9 @@ func restrictLandlock(abi int, r landlockRules) error {
 	}
 	a := landlockAccessFor(abi)
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: a.handledFS, Scoped: a.scoped}
+	if r.NoTCP && abi >= 4 {
+		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), a.rulesetSize, 0)
 	if errno != 0 {
 		return fmt.Errorf("landlock_create_ruleset: %w", errno)

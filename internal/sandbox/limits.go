@@ -27,6 +27,10 @@ type Mechanisms struct {
 	Tmp       Mechanism `json:"tmp"`
 	CPUTime   Mechanism `json:"cpu_time"`
 	CPUs      Mechanism `json:"cpus"`
+	// WithoutNamespaces is set when commands run without namespaces:
+	// RLIMIT_NPROC then counts every process of the caller's, and there is
+	// no private tmpfs to size.
+	WithoutNamespaces bool `json:"without_namespaces,omitempty"`
 }
 
 // usesCgroup reports whether any limit is held by a cgroup.
@@ -36,9 +40,10 @@ func (m Mechanisms) usesCgroup() bool {
 
 // countsTasks reports whether the process limit is held by a mechanism that
 // reports nothing when it refuses a fork, so that the sandbox counts the
-// command's tasks itself to tell that it was reached.
+// command's tasks itself to tell that it was reached. Without namespaces
+// the host's /proc holds every process, and they are not counted.
 func (m Mechanisms) countsTasks() bool {
-	return m.Processes == ByRlimit || m.Processes == ByPidNamespace
+	return (m.Processes == ByRlimit || m.Processes == ByPidNamespace) && !m.WithoutNamespaces
 }
 
 // reservedPids is the kernel's RESERVED_PIDS: once pids wrap, allocation
@@ -51,7 +56,7 @@ const reservedPids = 300
 // refuses a limit nothing here can hold. uid is the caller's: RLIMIT_NPROC
 // does not bind root.
 func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refusal) {
-	var m Mechanisms
+	m := Mechanisms{WithoutNamespaces: caps.WithoutNamespaces}
 	cg := caps.Cgroup != ""
 	if l.MemoryBytes > 0 {
 		m.Memory = ByRlimit
@@ -65,7 +70,7 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 			m.Processes = ByCgroup
 		case uid != 0:
 			m.Processes = ByRlimit
-		case caps.PidNSMax:
+		case caps.PidNSMax && !caps.WithoutNamespaces:
 			m.Processes = ByPidNamespace
 		default:
 			return m, &Refusal{
@@ -77,8 +82,8 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 	if l.MaxFileBytes > 0 {
 		m.FileSize = ByRlimit
 	}
-	if l.TmpBytes > 0 {
-		m.Tmp = ByTmpfs
+	if l.TmpBytes > 0 && !caps.WithoutNamespaces {
+		m.Tmp = ByTmpfs // without namespaces there is no tmpfs of the sandbox's: Report says so
 	}
 	if l.CPUTime > 0 {
 		m.CPUTime = ByRlimit
@@ -120,12 +125,19 @@ func (m Mechanisms) Report(l policy.Limits) string {
 		indentLines(&b, rlimitMemory)
 	}
 	procs := fmt.Sprint(l.MaxProcesses)
+	if m.WithoutNamespaces && m.Processes == ByRlimit {
+		procs += " more than the caller has when the command starts (RLIMIT_NPROC counts all of them)"
+	}
 	if m.Processes == ByPidNamespace {
 		procs += fmt.Sprintf(", up to %d more before pids first wrap", reservedPids-1)
 	}
 	line("processes", procs, m.Processes)
 	line("file size", policy.FormatSize(l.MaxFileBytes), m.FileSize)
-	line("tmp size", policy.FormatSize(l.TmpBytes)+" each for /tmp, /var/tmp, /run, /dev/shm", m.Tmp)
+	if m.WithoutNamespaces && l.TmpBytes > 0 {
+		fmt.Fprintf(&b, "  %-14s none: without namespaces there is no private tmpfs; $TMPDIR is a directory on disk, like the workspace\n", "tmp size")
+	} else {
+		line("tmp size", policy.FormatSize(l.TmpBytes)+" each for /tmp, /var/tmp, /run, /dev/shm", m.Tmp)
+	}
 	line("cpu time", l.CPUTime.String()+" per process", m.CPUTime)
 	line("cpus", fmt.Sprint(l.CPUs), m.CPUs)
 	return b.String()

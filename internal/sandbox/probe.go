@@ -49,6 +49,11 @@ type Capabilities struct {
 	// Identity says whom commands run as on the host; empty where it is
 	// not known.
 	Identity string `json:"identity,omitempty"`
+
+	// WithoutNamespaces is not found but asked for (--without-namespaces):
+	// commands are to run without namespaces, and Refusal and Report
+	// judge what that mode needs (Linux only).
+	WithoutNamespaces bool `json:"without_namespaces,omitempty"`
 }
 
 // The cases of unavailable user namespaces (Capabilities.UserNSKind).
@@ -101,6 +106,9 @@ func (c Capabilities) Refusal() *Refusal {
 	if c.Arch != "amd64" && c.Arch != "arm64" {
 		return &Refusal{Cause: fmt.Sprintf("architecture %s is not supported: its seccomp filter has not been reviewed", c.Arch), Fix: "run the server on amd64 (x86-64) or arm64"}
 	}
+	if c.WithoutNamespaces {
+		return c.reducedRefusal()
+	}
 	// No Landlock is no refusal here: the mounts hold the filesystem
 	// policy, and Report and the tool's description say the second layer
 	// is missing.
@@ -111,6 +119,30 @@ func (c Capabilities) Refusal() *Refusal {
 		return &Refusal{Cause: "seccomp filters are unavailable: " + c.Seccomp, Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
 	}
 	return nil
+}
+
+// reducedRefusal returns why commands cannot run without namespaces here,
+// or nil: Landlock takes the mounts' place, and seccomp holds what the
+// other namespaces did.
+func (c Capabilities) reducedRefusal() *Refusal {
+	if c.LandlockABI < 1 {
+		return &Refusal{
+			Cause: "--without-namespaces needs Landlock, which keeps commands to their paths in place of the mounts: " + c.LandlockWhy,
+			Fix:   landlockFix,
+		}
+	}
+	if c.Seccomp != "" {
+		return &Refusal{Cause: "seccomp filters are unavailable: " + c.Seccomp, Fix: "use a kernel built with CONFIG_SECCOMP_FILTER"}
+	}
+	return nil
+}
+
+// rootWithoutNamespaces refuses a root caller without namespaces: its
+// commands would run as root, without capabilities but passing every owner
+// check on root's files, which Landlock's allow-list of trees shows.
+var rootWithoutNamespaces = &Refusal{
+	Cause: "--without-namespaces cannot run a root caller's commands: without a user namespace they would run as root, whose owner checks pass on root's files",
+	Fix:   "start the server as a regular user (in a container: docker run --user 1000:1000, or su to one), or let it use namespaces (" + appName + " --check says how)",
 }
 
 // userNSCause says in a sentence why the sandbox's namespaces are
@@ -154,7 +186,17 @@ func (c Capabilities) Report() string {
 		return "MISSING " + bad
 	}
 	fmt.Fprintf(&b, "namespaces    %s\n", yes(c.UserNS == "", "user, mount, pid, net, ipc, uts, cgroup", c.userNSCause()))
-	if c.Identity != "" {
+	if c.WithoutNamespaces {
+		mode := "without namespaces (--without-namespaces): Landlock, seccomp and rlimits hold the sandbox"
+		if c.UserNS == "" {
+			mode += "; namespaces work here, and without the flag the full sandbox runs"
+		}
+		fmt.Fprintf(&b, "mode          %s\n", mode)
+	}
+	switch {
+	case c.WithoutNamespaces:
+		fmt.Fprintf(&b, "identity      ok    the caller, no capabilities (a root caller is refused without namespaces)\n")
+	case c.Identity != "":
 		fmt.Fprintf(&b, "identity      ok    %s, no capabilities\n", c.Identity)
 	}
 	lab := fmt.Sprintf("ABI %d", c.LandlockABI)
@@ -165,12 +207,23 @@ func (c Capabilities) Report() string {
 	} else if c.LandlockABI == 1 {
 		lab += " (filesystem; renames across directories are refused below ABI 2)"
 	}
+	if c.WithoutNamespaces && c.LandlockABI >= 1 {
+		lab = fmt.Sprintf("ABI %d: writes to the writable paths, reads to the system's trees", c.LandlockABI)
+		for _, f := range []struct {
+			abi  int
+			what string
+		}{{2, "links and renames across directories"}, {3, "truncate"}, {4, "TCP"}, {6, "signal and abstract socket scoping"}, {9, "named unix sockets"}} {
+			if c.LandlockABI >= f.abi {
+				lab += ", " + f.what
+			}
+		}
+	}
 	if c.LandlockABI < 1 {
 		lab = c.LandlockWhy
 		if lab == "" {
 			lab = "not in this kernel"
 		}
-		if c.UserNS == "" {
+		if c.UserNS == "" && !c.WithoutNamespaces {
 			lab += "; the mounts hold the filesystem policy without this second layer"
 		}
 	}
@@ -190,10 +243,30 @@ func (c Capabilities) Report() string {
 			fmt.Fprintf(&b, " (a scope %s started for the server)", c.CgroupScope)
 		}
 		b.WriteString("\n")
+	} else if c.WithoutNamespaces {
+		fmt.Fprintf(&b, "limits        ok    rlimits (no cgroup v2: %s)\n", c.CgroupWhy)
 	} else {
 		fmt.Fprintf(&b, "limits        ok    rlimits, tmpfs sizes and the pid namespace (no cgroup v2: %s)\n", c.CgroupWhy)
 	}
-	fmt.Fprintf(&b, "network       ok    none (own network namespace, loopback only)\n")
+	if !c.WithoutNamespaces {
+		fmt.Fprintf(&b, "network       ok    none (own network namespace, loopback only)\n")
+		return b.String()
+	}
+	kill := "a subreaper: the helper kills every process a call leaves when it ends"
+	if c.Cgroup != "" {
+		kill = "the call's cgroup, and the helper as subreaper"
+	}
+	fmt.Fprintf(&b, "processes     ok    %s\n", kill)
+	network := "none: seccomp refuses internet sockets"
+	if c.LandlockABI >= 4 {
+		network += ", Landlock TCP"
+	}
+	fmt.Fprintf(&b, "network       ok    %s\n", network)
+	if c.LandlockABI >= 9 {
+		fmt.Fprintf(&b, "unix sockets  ok    named ones only beneath the writable paths (Landlock ABI 9)\n")
+	} else {
+		fmt.Fprintf(&b, "unix sockets  ok    in pairs only: Landlock below ABI 9 cannot keep named ones from the host's, so seccomp refuses socket(AF_UNIX)\n")
+	}
 	return b.String()
 }
 
@@ -205,4 +278,24 @@ func kernelAtLeast(release string, major, minor int) bool {
 		return false
 	}
 	return ma > major || ma == major && mi >= minor
+}
+
+// reducedCaveats says what depends on the kernel's Landlock in the sandbox
+// without namespaces, in sentences for the tool's description.
+func reducedCaveats(abi int, hostNetwork bool) []string {
+	var out []string
+	if abi < 6 {
+		out = append(out, fmt.Sprintf("Landlock ABI %d (below 6) cannot scope signals: commands can signal the user's processes.", abi))
+	}
+	if abi < 9 {
+		out = append(out, "Unix sockets exist only in pairs (socketpair): commands cannot create or connect to named or abstract ones.")
+	}
+	if abi < 3 {
+		out = append(out, "truncate(2) by path is refused: open the file and truncate it instead.")
+	}
+	if !hostNetwork {
+		out = append(out, "There is no loopback of the sandbox's own: nothing can listen on or connect to 127.0.0.1.")
+	}
+	out = append(out, "There are no pseudo-terminals.")
+	return out
 }

@@ -118,6 +118,9 @@ func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
 	if r := caps.Refusal(); r != nil {
 		return nil, r
 	}
+	if caps.WithoutNamespaces && os.Getuid() == 0 {
+		return nil, rootWithoutNamespaces
+	}
 	mech, r := mechanisms(p.Limits, caps, os.Getuid())
 	if r != nil {
 		return nil, r
@@ -143,6 +146,9 @@ func (s *Sandbox) Caveats() string {
 		if c != "" {
 			out = append(out, c)
 		}
+	}
+	if s.caps.WithoutNamespaces {
+		out = append(out, strings.Join(reducedCaveats(s.caps.LandlockABI, s.pol.HostNetwork), " "))
 	}
 	return strings.Join(out, "\n")
 }
