@@ -126,7 +126,7 @@ func New(cfg Config) (*Guard, error) {
 		g.list = gitLister(cfg.Git)
 	}
 	g.res = resolver{home: cfg.Home, list: g.listPaths, placeholder: g.ph.pristine,
-		dirs: map[string]cachedDir{}, used: map[string]bool{}}
+		dirs: map[string]cachedDir{}, used: map[string]bool{}, statEntries: cfg.Unmounted}
 	for _, f := range cfg.GlobalConfigs {
 		e, _ := g.res.config(f)
 		if e.content == nil {
