@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -44,6 +45,7 @@ func (e *env) attackPath() string {
 	if err := os.WriteFile(dst, b, 0o755); err != nil {
 		e.t.Fatal(err)
 	}
+	e.own(dst)
 	return dst
 }
 
@@ -123,6 +125,9 @@ func (e *env) gitTry(args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = e.ws
 	cmd.Env = append(append([]string(nil), e.vars...), "GIT_CEILING_DIRECTORIES="+filepath.Dir(e.ws))
+	if e.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.cred}
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -143,7 +148,44 @@ func (e *env) write(path, body string, mode os.FileMode) string {
 	if err := os.Chmod(path, mode); err != nil {
 		e.t.Fatal(err)
 	}
+	e.own(path)
 	return path
+}
+
+// withoutNamespaces makes newEnv's servers run without namespaces, every
+// protection it cannot keep given up (TestWithoutNamespaces).
+var withoutNamespaces bool
+
+// reducedFlags run a server without namespaces.
+var reducedFlags = []string{"--without-namespaces", "--without-protection", "git-carve-outs,private-tmp,process-isolation,file-metadata"}
+
+// reducedID runs the server when the test runs as root, which the sandbox
+// without namespaces refuses.
+const reducedID = 4242
+
+// reduce makes e's servers run without namespaces, as the caller, or as
+// reducedID, owning the test's home, for a root test.
+func (e *env) reduce() {
+	e.extra = reducedFlags
+	if os.Getuid() != 0 {
+		return
+	}
+	for _, p := range []string{e.home, filepath.Dir(e.home)} {
+		os.Chmod(p, 0o755)
+	}
+	filepath.WalkDir(e.home, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, reducedID, reducedID) })
+	e.cred = &syscall.Credential{Uid: reducedID, Gid: reducedID}
+}
+
+// own gives path, and the directories above it up to the test's home, to
+// e.cred, when the server runs as it.
+func (e *env) own(path string) {
+	if e.cred == nil {
+		return
+	}
+	for p := path; p != e.home && p != "/" && strings.HasPrefix(p, e.home+"/"); p = filepath.Dir(p) {
+		os.Lchown(p, int(e.cred.Uid), int(e.cred.Gid))
+	}
 }
 
 // snapshot describes every file below root (or root itself, a file): type,
@@ -186,13 +228,13 @@ func snapshot(t *testing.T, root string) string {
 }
 
 // daemonsWith lists host processes running the marker program itself (a
-// copy in the sandbox's /tmp named after the marker), not those that merely
-// mention it.
+// copy in the sandbox's TMPDIR named after the marker), not those that
+// merely mention it.
 func daemonsWith(marker string) []string {
 	var out []string
 	for _, p := range processesWith(marker) {
 		_, cmdline, _ := strings.Cut(p, ": ")
-		if strings.HasPrefix(cmdline, "/tmp/"+marker+" ") {
+		if prog, _, _ := strings.Cut(cmdline, " "); strings.HasPrefix(prog, "/") && strings.HasSuffix(prog, "/"+marker) {
 			out = append(out, p)
 		}
 	}
@@ -217,8 +259,8 @@ func waitRunning(t *testing.T, marker string, d time.Duration) {
 // ($1 and $2), so only the daemon's own command line holds it whole.
 func daemonScript(marker, wait string) []string {
 	half := len(marker) / 2
-	script := `M="$1$2"; cp /bin/sleep "/tmp/$M" || exit 9
-(setsid sh -c 'trap "" HUP INT TERM; exec "$0" 600' "/tmp/$M" </dev/null >/dev/null 2>&1 &)
+	script := `M="$1$2"; D="${TMPDIR:-/tmp}"; cp /bin/sleep "$D/$M" || exit 9
+(setsid sh -c 'trap "" HUP INT TERM; exec "$0" 600' "$D/$M" </dev/null >/dev/null 2>&1 &)
 echo started
 ` + wait
 	return []string{"sh", "-c", script, "sh", marker[:half], marker[half:]}
@@ -240,8 +282,7 @@ type rawSession struct {
 // rawServe starts the server with flags and completes the MCP handshake.
 func (e *env) rawServe(flags ...string) *rawSession {
 	e.t.Helper()
-	cmd := exec.Command(serverBin, append([]string{"--workspace", e.ws}, flags...)...)
-	cmd.Env = e.vars
+	cmd := e.command(context.Background(), e.args(flags...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	in, err := cmd.StdinPipe()
@@ -369,9 +410,8 @@ func (r *rawSession) call(arguments map[string]any) (line []byte, isError bool, 
 // startOneShot starts the one-shot form without waiting for it.
 func (e *env) startOneShot(flags []string, cmd ...string) (*exec.Cmd, *bytes.Buffer) {
 	e.t.Helper()
-	args := append(append([]string{"--workspace", e.ws}, flags...), "--")
-	c := exec.Command(serverBin, append(args, cmd...)...)
-	c.Env = e.vars
+	args := append(e.args(flags...), "--")
+	c := e.command(context.Background(), append(args, cmd...)...)
 	c.Dir = e.ws
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out

@@ -122,6 +122,13 @@ type env struct {
 	ws     string // the workspace, $HOME/proj
 	vars   []string
 	stderr *syncBuffer // the server's stderr, for tests that start it raw
+	// extra are flags every server of this test gets after its own (the
+	// sandbox without namespaces: withoutNamespaces).
+	extra []string
+	// cred, if set, is whom the server, the host's git and the test's
+	// files run and belong to: an unprivileged uid when the test runs as
+	// root and the sandbox without namespaces refuses root.
+	cred *syscall.Credential
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -167,7 +174,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	return &env{t: t, home: home, ws: ws, stderr: &syncBuffer{}, vars: []string{
+	e := &env{t: t, home: home, ws: ws, stderr: &syncBuffer{}, vars: []string{
 		"HOME=" + home,
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
@@ -175,14 +182,32 @@ func newEnv(t *testing.T) *env {
 		"NSB_TEST_SECRET=" + secretValue,
 		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
 	}}
+	if withoutNamespaces {
+		e.reduce()
+	}
+	return e
+}
+
+// args are the server's arguments: the workspace, flags, then e.extra.
+func (e *env) args(flags ...string) []string {
+	return append(append([]string{"--workspace", e.ws}, flags...), e.extra...)
+}
+
+// command is the server with args, as e.cred if set, in e's environment.
+func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, serverBin, args...)
+	cmd.Env = e.vars
+	if e.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.cred}
+	}
+	return cmd
 }
 
 // run runs the one-shot form: nanosandbox-mcp --workspace WS FLAGS -- CMD...
 func (e *env) run(flags []string, cmd ...string) (stdout, stderr string, code int) {
 	e.t.Helper()
-	args := append([]string{"--workspace", e.ws}, flags...)
-	args = append(append(args, "--"), cmd...)
-	return e.runRaw(args...)
+	args := append(e.args(flags...), "--")
+	return e.runRaw(append(args, cmd...)...)
 }
 
 // sh runs a shell script in the one-shot form with no extra flags.
@@ -196,8 +221,7 @@ func (e *env) runRaw(args ...string) (stdout, stderr string, code int) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, serverBin, args...)
-	cmd.Env = e.vars
+	cmd := e.command(ctx, args...)
 	cmd.Dir = e.ws
 	var o, s bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &s
@@ -226,9 +250,7 @@ type session struct {
 // stdio through CommandTransport.
 func (e *env) serve(flags ...string) *session {
 	e.t.Helper()
-	args := append([]string{"--workspace", e.ws}, flags...)
-	cmd := exec.Command(serverBin, args...)
-	cmd.Env = e.vars
+	cmd := e.command(context.Background(), e.args(flags...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "nsb-e2e", Version: "1"}, nil)
