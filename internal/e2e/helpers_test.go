@@ -152,6 +152,13 @@ func (e *env) write(path, body string, mode os.FileMode) string {
 	return path
 }
 
+// simulation names the restricted machine the servers of newEnv start on
+// (restricted_linux_test.go), or is empty; simulate starts one there.
+var (
+	simulation string
+	simulate   func(e *env, ctx context.Context, args []string) *exec.Cmd
+)
+
 // withoutNamespaces makes newEnv's servers run without namespaces, every
 // protection it cannot keep given up (TestWithoutNamespaces).
 var withoutNamespaces bool

@@ -195,6 +195,9 @@ func (e *env) args(flags ...string) []string {
 
 // command is the server with args, as e.cred if set, in e's environment.
 func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
+	if simulation != "" {
+		return simulate(e, ctx, args)
+	}
 	cmd := exec.CommandContext(ctx, serverBin, args...)
 	cmd.Env = e.vars
 	if e.cred != nil {

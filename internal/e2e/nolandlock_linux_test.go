@@ -42,6 +42,16 @@ func TestWithoutLandlock(t *testing.T) {
 			t.Errorf("the tool's description does not say Landlock is missing:\n%s", d)
 		}
 	})
+	t.Run("without namespaces refused", func(t *testing.T) {
+		// Landlock takes the mounts' place there: nothing is left to
+		// hold the filesystem policy.
+		e := newEnv(t)
+		_, errOut, code := e.run(reducedFlags, "true")
+		if code != 1 || !strings.Contains(errOut, "error: --without-namespaces needs Landlock, which keeps commands to their paths in place of the mounts: switched off in this test build") ||
+			!strings.Contains(errOut, "hint: use Linux 5.13 or newer with Landlock enabled") {
+			t.Errorf("--without-namespaces: exit %d %q, want refused (exit 1) for want of Landlock", code, errOut)
+		}
+	})
 	t.Run("host network refused", func(t *testing.T) {
 		e := newEnv(t)
 		_, errOut, code := e.run([]string{"--host-network"}, "true")
