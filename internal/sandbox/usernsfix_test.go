@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -117,6 +118,25 @@ func TestContainerFix(t *testing.T) {
 			if strings.Contains(fix, l) {
 				t.Errorf("%q: has %q:\n%s", tt.kind, l, fix)
 			}
+		}
+	}
+}
+
+// TestReadmeHasTheFixes: the README prints the same install commands the
+// error does (for the binary at /usr/local/bin), so the two cannot drift.
+func TestReadmeHasTheFixes(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Skipf("no README here: %v", err)
+	}
+	for _, p := range appArmorProfiles("/usr/local/bin/nanosandbox-mcp") {
+		if !strings.Contains(string(b), p.Install) {
+			t.Errorf("the README lacks the install command of %s:\n%s", p.Name, p.Install)
+		}
+	}
+	for _, fix := range []string{"--security-opt seccomp=unconfined --security-opt apparmor=unconfined", "kernel.apparmor_restrict_unprivileged_userns=0"} {
+		if !strings.Contains(string(b), fix) {
+			t.Errorf("the README lacks %q", fix)
 		}
 	}
 }
