@@ -180,8 +180,44 @@ func (e *env) reduce() {
 	for _, p := range []string{e.home, filepath.Dir(e.home)} {
 		os.Chmod(p, 0o755)
 	}
+	serverBin = reachable(e.t, serverBin)
 	filepath.WalkDir(e.home, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, reducedID, reducedID) })
 	e.cred = &syscall.Credential{Uid: reducedID, Gid: reducedID}
+}
+
+// reachableCopies are binaries copied where every user can run them.
+var reachableCopies = map[string]string{}
+
+// reachable returns path, or a copy every user can run when a directory
+// above it is closed to others (a runner's home): reducedID runs it.
+func reachable(t *testing.T, path string) string {
+	if c, ok := reachableCopies[path]; ok {
+		return c
+	}
+	open := true
+	for p := path; p != "/"; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o001 == 0 {
+			open = false
+		}
+	}
+	if open {
+		return path
+	}
+	dir, err := os.MkdirTemp("", "nsb-e2e-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(c, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	reachableCopies[path] = c
+	return c
 }
 
 // own gives path, and the directories above it up to the test's home, to

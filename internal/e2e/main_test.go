@@ -92,6 +92,9 @@ func TestMain(m *testing.M) {
 	if tmp != "" {
 		os.RemoveAll(tmp)
 	}
+	for _, c := range reachableCopies {
+		os.RemoveAll(filepath.Dir(c))
+	}
 	os.Exit(code)
 }
 
