@@ -186,6 +186,11 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	if f.json && !f.check {
 		return fail(stderr, &usageError{msg: "--json goes with --check", hint: "run " + name + " --check --json [--workspace DIR]"})
 	}
+	if len(f.unprotected) > 0 && !f.withoutNamespaces {
+		// Before the probe, whose refusal would hide it on a machine that
+		// refuses namespaces (policy.New says the same).
+		return fail(stderr, &policy.FlagError{Flag: "--without-protection", Value: f.unprotected[0], Err: "goes with --without-namespaces: with namespaces every protection holds", Hint: "drop it, or add --without-namespaces"})
+	}
 	if f.check && command != nil {
 		return fail(stderr, &usageError{msg: "--check runs no command", hint: "drop --check, or the command after --"})
 	}
