@@ -199,10 +199,10 @@ func TestRestrictedMachines(t *testing.T) {
 			oneShotCode: map[bool]int{false: 125, true: 1}[root],
 		},
 		{
-			sim:         "nocaps",
-			check:       []string{"namespaces    MISSING user namespaces give no capabilities here: a mount in a new one fails: mount --make-rprivate /: operation not permitted"},
-			refuse:      []string{"error: user namespaces give no capabilities here: a mount in a new one fails: mount --make-rprivate /: operation not permitted", "hint: start the container with", "--without-namespaces"},
-			oneShot:     []string{"user namespaces give no capabilities here: a mount in a new one fails", "operation not permitted", "hint: start the container with", "--without-namespaces"},
+			sim:     "nocaps",
+			check:   []string{"namespaces    MISSING user namespaces give no capabilities here: a mount in a new one fails: mount --make-rprivate /: operation not permitted"},
+			refuse:  []string{"error: user namespaces give no capabilities here: a mount in a new one fails: mount --make-rprivate /: operation not permitted", "hint: start the container with", "--without-namespaces"},
+			oneShot: []string{"user namespaces give no capabilities here: a mount in a new one fails", "operation not permitted", "hint: start the container with", "--without-namespaces"},
 			// A root caller's idmapped grant is its first mount: refused
 			// there, with the same words.
 			oneShotCode: map[bool]int{false: 125, true: 1}[root],
