@@ -56,6 +56,9 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "reachable     %s\n", indent(pol.DescribeNetwork()))
 	fmt.Fprintf(stdout, "policy        %s\n", indent(pol.Describe()))
+	if c := sb.Caveats(); c != "" {
+		fmt.Fprintf(stdout, "weaker        %s\n", indent(c))
+	}
 	if pol.PrivateHome != "" {
 		fmt.Fprintf(stdout, "private home  %s (%s; %s homes lists them all)\n", pol.PrivateHome, policy.FormatSize(policy.HomeSize(pol.PrivateHome)), name)
 	}
@@ -83,8 +86,10 @@ type checkReport struct {
 	Reason  string              `json:"reason,omitempty"`
 	Fix     string              `json:"fix,omitempty"`
 	Limits  *sandbox.Mechanisms `json:"limits,omitempty"`
-	// Policy is what the tool description tells the model.
+	// Policy is what the tool description tells the model, and Caveats
+	// what it adds where the sandbox holds less.
 	Policy      string            `json:"policy,omitempty"`
+	Caveats     string            `json:"caveats,omitempty"`
 	HomeTools   []policy.HomeTool `json:"home_tools,omitempty"`
 	PrivateHome string            `json:"private_home,omitempty"`
 	// AllowNet is what commands reach through the proxy; HostNetwork is
@@ -92,10 +97,16 @@ type checkReport struct {
 	AllowNet    []policy.Host `json:"allow_net,omitempty"`
 	HostNetwork bool          `json:"host_network,omitempty"`
 	DryRunMS    float64       `json:"dry_run_ms,omitempty"`
+	// AppArmor holds the profiles that allow user namespaces for this
+	// binary where AppArmor restricts them, each with its install command.
+	AppArmor []sandbox.AppArmorProfile `json:"apparmor_profiles,omitempty"`
 }
 
 func checkJSON(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 	rep := checkReport{Capabilities: caps, Verdict: "ok"}
+	if caps.AppArmor {
+		rep.AppArmor = sandbox.AppArmorProfiles()
+	}
 	code := exitOK
 	emit := func() int {
 		b, _ := json.MarshalIndent(rep, "", "  ")
@@ -132,6 +143,7 @@ func checkJSON(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) in
 	}
 	m := sb.Mechanisms()
 	rep.Limits, rep.Policy, rep.HomeTools, rep.PrivateHome = &m, pol.Describe(), pol.HomeTools, pol.PrivateHome
+	rep.Caveats = sb.Caveats()
 	rep.AllowNet, rep.HostNetwork = pol.AllowNet, pol.HostNetwork
 	rep.DryRunMS = float64(time.Since(began).Microseconds()) / 1000
 	return emit()

@@ -63,6 +63,10 @@ type flags struct {
 	noHomeTools   bool
 	allowNet      []string
 	hostNetwork   bool
+	// withoutNamespaces asks for the sandbox without namespaces;
+	// unprotected names what it gives up.
+	withoutNamespaces bool
+	unprotected       []string
 	// processCap says why commands get fewer processes than
 	// --max-processes asks, or is empty (set by buildPolicy).
 	processCap string
@@ -104,6 +108,8 @@ func newFlags() *flags {
 	fs.BoolVar(&f.stayInCgroup, "stay-in-cgroup", false, "keep the server in the cgroup it was started in, rather than ask systemd for a delegated cgroup v2 scope of its own (without one, memory is limited per process)")
 	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "let commands reach HOST[:PORT] over HTTP(S) through the server's proxy; without a port, 80 and 443; *.example.com for every name below it; presets "+strings.Join(policy.PresetNames(), ", ")+" (repeatable)")
 	fs.BoolVar(&f.hostNetwork, "host-network", false, "share the host's network with commands: every host and port, the host's loopback included (host unix sockets stay hidden)")
+	fs.BoolVar(&f.withoutNamespaces, "without-namespaces", false, "run commands without namespaces, where the machine refuses them (Ubuntu's AppArmor restriction, containers): under Landlock, seccomp and rlimits only, and weaker; what that cannot keep is refused unless given up with --without-protection (Linux: Landlock ABI 1+)")
+	fs.StringSliceVar(&f.unprotected, "without-protection", nil, "with --without-namespaces, give up this protection, which it cannot keep: "+strings.Join(policy.ProtectionNames(), ", ")+" (repeatable, or comma-separated)")
 	fs.BoolVar(&f.check, "check", false, "say what this machine enforces and whether the policy holds, then exit (0 only if it holds)")
 	fs.BoolVar(&f.json, "json", false, "with --check: print it as one JSON object, for scripts")
 	fs.StringVar(&f.logFile, "log-file", "", "append one JSON line per call to this `FILE` (what ran and how it ended; never its input or output); outside the workspace and the --writable paths")
@@ -184,20 +190,21 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	if f.json && !f.check {
 		return fail(stderr, &usageError{msg: "--json goes with --check", hint: "run " + name + " --check --json [--workspace DIR]"})
 	}
+	if len(f.unprotected) > 0 && !f.withoutNamespaces {
+		// Before the probe, whose refusal would hide it on a machine that
+		// refuses namespaces (policy.New says the same).
+		return fail(stderr, &policy.FlagError{Flag: "--without-protection", Value: f.unprotected[0], Err: "goes with --without-namespaces: with namespaces every protection holds", Hint: "drop it, or add --without-namespaces"})
+	}
 	if f.check && command != nil {
 		return fail(stderr, &usageError{msg: "--check runs no command", hint: "drop --check, or the command after --"})
 	}
 
 	if f.check {
-		return check(f, delegate(f, sandbox.Probe()), stdout, stderr)
+		return check(f, delegate(f, probe(f, false)), stdout, stderr)
 	}
 	// Serving proves every layer once at start; a one-shot command proves
 	// them by running, which saves a probe and a dry run.
-	caps := sandbox.QuickProbe()
-	if command == nil {
-		caps = sandbox.Probe()
-	}
-	caps = delegate(f, caps)
+	caps := delegate(f, probe(f, command != nil))
 	if r := caps.Refusal(); r != nil {
 		return fail(stderr, r)
 	}
@@ -227,6 +234,19 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	}
 	fmt.Fprintf(stderr, "%s: %s\n", name, summary(pol))
 	return serve(ctx, sb, pol, version, audit, stdin, stdout, stderr)
+}
+
+// probe finds what this machine can enforce (quickly, for a one-shot
+// command: see sandbox.QuickProbe), for the mode the flags ask for.
+func probe(f *flags, quick bool) sandbox.Capabilities {
+	var caps sandbox.Capabilities
+	if quick {
+		caps = sandbox.QuickProbe()
+	} else {
+		caps = sandbox.Probe()
+	}
+	caps.WithoutNamespaces = f.withoutNamespaces
+	return caps
 }
 
 // delegate gets the server a delegated cgroup v2 from systemd, where it has
@@ -265,8 +285,10 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 			CPUTime:      f.cpuTime,
 			CPUs:         f.cpus,
 		},
-		HostEnv:     os.Environ(),
-		NoHomeTools: f.noHomeTools,
+		HostEnv:           os.Environ(),
+		NoHomeTools:       f.noHomeTools,
+		WithoutNamespaces: f.withoutNamespaces,
+		Unprotected:       f.unprotected,
 	}
 	if f.timeout < 0 {
 		o.NoTimeout = false
@@ -399,7 +421,13 @@ func runOnce(ctx context.Context, sb *sandbox.Sandbox, pol *policy.Policy, audit
 		}
 		return exitNoExec
 	case errors.As(err, &setup):
-		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: run %s --check --workspace DIR to see which layer fails\n", name, setup, name, name)
+		hint := "run " + name + " --check --workspace DIR to see which layer fails"
+		if setup.Fix != "" {
+			s := *setup
+			hint, s.Fix = setup.Fix, ""
+			setup = &s
+		}
+		fmt.Fprintf(stderr, "%s: error: %s\n%s: hint: %s\n", name, setup, name, hint)
 		return exitSetup
 	case err != nil:
 		fmt.Fprintf(stderr, "%s: error: %s\n", name, err)

@@ -39,9 +39,10 @@ A one-shot command (after --) has no time limit unless --timeout is given, and
 exits with its own status (128+N for signal N, 127 not found, 126 not
 executable, 125 sandbox setup failed, 124 timed out).
 
-Linux needs Landlock (kernel 5.13+) and user namespaces; macOS needs
-/usr/bin/sandbox-exec (macOS 12+), holds limits with rlimits only, and refuses
---memory, --tmp-size and --cpus; Windows is refused.
+Linux needs user namespaces (and Landlock, kernel 5.13+, for
+--without-namespaces); macOS needs /usr/bin/sandbox-exec (macOS 12+), holds
+limits with rlimits only, and refuses --memory, --tmp-size and --cpus; Windows
+is refused.
 `)
 	return b.String()
 }

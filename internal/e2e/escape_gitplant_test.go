@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -64,7 +65,11 @@ func (e *env) userGit(dirs ...string) bool {
 func (e *env) hostSh(script string) {
 	e.t.Helper()
 	os.MkdirAll(e.privateHome(), 0o700)
+	e.own(e.privateHome())
 	cmd := exec.Command("sh", "-c", script)
+	if e.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.cred}
+	}
 	cmd.Dir = e.ws
 	cmd.Env = append(append([]string(nil), e.vars...), "HOME="+e.privateHome(),
 		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com")

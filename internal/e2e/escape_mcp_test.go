@@ -25,7 +25,7 @@ func TestEscapeYes(t *testing.T) {
 		// yes, as a copy named after a marker, so the test sees it run.
 		marker := uniqueMarker(t)
 		ch := s.callAsync(context.Background(), map[string]any{"command": "sh", "args": []string{"-c",
-			`cp "$(command -v yes)" "${TMPDIR:-/tmp}/$1$2" && exec "${TMPDIR:-/tmp}/$1$2"`, "sh", marker[:4], marker[4:]}})
+			`D="${TMPDIR:-/tmp}"; cp "$(command -v yes)" "$D/$1$2" && exec "$D/$1$2"`, "sh", marker[:4], marker[4:]}})
 		waitRunning(t, marker, 20*time.Second)
 		// While yes runs, the server answers.
 		if err := s.Ping(context.Background(), nil); err != nil {

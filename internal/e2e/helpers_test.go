@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -45,6 +46,7 @@ func (e *env) attackPath() string {
 	if err := os.WriteFile(dst, b, 0o755); err != nil {
 		e.t.Fatal(err)
 	}
+	e.own(dst)
 	return dst
 }
 
@@ -124,6 +126,9 @@ func (e *env) gitTry(args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = e.ws
 	cmd.Env = append(append([]string(nil), e.vars...), "GIT_CEILING_DIRECTORIES="+filepath.Dir(e.ws))
+	if e.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.cred}
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -144,7 +149,87 @@ func (e *env) write(path, body string, mode os.FileMode) string {
 	if err := os.Chmod(path, mode); err != nil {
 		e.t.Fatal(err)
 	}
+	e.own(path)
 	return path
+}
+
+// simulation names the restricted machine the servers of newEnv start on
+// (restricted_linux_test.go), or is empty; simulate starts one there.
+var (
+	simulation string
+	simulate   func(e *env, ctx context.Context, args []string) *exec.Cmd
+)
+
+// withoutNamespaces makes newEnv's servers run without namespaces, every
+// protection it cannot keep given up (TestWithoutNamespaces).
+var withoutNamespaces bool
+
+// reducedFlags run a server without namespaces.
+var reducedFlags = []string{"--without-namespaces", "--without-protection", "git-carve-outs,private-tmp,process-isolation,file-metadata"}
+
+// reducedID runs the server when the test runs as root, which the sandbox
+// without namespaces refuses.
+const reducedID = 4242
+
+// reduce makes e's servers run without namespaces, as the caller, or as
+// reducedID, owning the test's home, for a root test.
+func (e *env) reduce() {
+	e.extra = reducedFlags
+	if os.Getuid() != 0 {
+		return
+	}
+	for _, p := range []string{e.home, filepath.Dir(e.home)} {
+		os.Chmod(p, 0o755)
+	}
+	serverBin = reachable(e.t, serverBin)
+	filepath.WalkDir(e.home, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, reducedID, reducedID) })
+	e.cred = &syscall.Credential{Uid: reducedID, Gid: reducedID}
+}
+
+// reachableCopies are binaries copied where every user can run them.
+var reachableCopies = map[string]string{}
+
+// reachable returns path, or a copy every user can run when a directory
+// above it is closed to others (a runner's home): reducedID runs it.
+func reachable(t *testing.T, path string) string {
+	if c, ok := reachableCopies[path]; ok {
+		return c
+	}
+	open := true
+	for p := path; p != "/"; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o001 == 0 {
+			open = false
+		}
+	}
+	if open {
+		return path
+	}
+	dir, err := os.MkdirTemp("", "nsb-e2e-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(c, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	reachableCopies[path] = c
+	return c
+}
+
+// own gives path, and the directories above it up to the test's home, to
+// e.cred, when the server runs as it.
+func (e *env) own(path string) {
+	if e.cred == nil {
+		return
+	}
+	for p := path; p != e.home && p != "/" && strings.HasPrefix(p, e.home+"/"); p = filepath.Dir(p) {
+		os.Lchown(p, int(e.cred.Uid), int(e.cred.Gid))
+	}
 }
 
 // snapshot describes every file below root (or root itself, a file): type,
@@ -193,7 +278,7 @@ func daemonsWith(marker string) []string {
 	var out []string
 	for _, p := range processesWith(marker) {
 		_, cmdline, _ := strings.Cut(p, ": ")
-		if prog, _, _ := strings.Cut(cmdline, " "); filepath.Base(prog) == marker {
+		if prog, _, _ := strings.Cut(cmdline, " "); strings.HasPrefix(prog, "/") && strings.HasSuffix(prog, "/"+marker) {
 			out = append(out, p)
 		}
 	}
@@ -245,15 +330,14 @@ type rawSession struct {
 // rawServe starts the server with flags and completes the MCP handshake.
 func (e *env) rawServe(flags ...string) *rawSession {
 	e.t.Helper()
-	return e.rawStart(append([]string{"--workspace", e.ws}, flags...), "2025-11-25")
+	return e.rawStart(e.args(flags...), "2025-11-25")
 }
 
 // rawStart starts the server with exactly args and completes the MCP
 // handshake, asking for protocol version protocol.
 func (e *env) rawStart(args []string, protocol string) *rawSession {
 	e.t.Helper()
-	cmd := exec.Command(serverBin, args...)
-	cmd.Env = e.vars
+	cmd := e.command(context.Background(), args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	in, err := cmd.StdinPipe()
@@ -381,9 +465,8 @@ func (r *rawSession) call(arguments map[string]any) (line []byte, isError bool, 
 // startOneShot starts the one-shot form without waiting for it.
 func (e *env) startOneShot(flags []string, cmd ...string) (*exec.Cmd, *bytes.Buffer) {
 	e.t.Helper()
-	args := append(append([]string{"--workspace", e.ws}, flags...), "--")
-	c := exec.Command(serverBin, append(args, cmd...)...)
-	c.Env = e.vars
+	args := append(e.args(flags...), "--")
+	c := e.command(context.Background(), append(args, cmd...)...)
 	c.Dir = e.ws
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out

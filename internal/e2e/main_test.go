@@ -25,6 +25,10 @@ var (
 	// dynamicBin is a build with an ELF interpreter (cgo), or "" with
 	// dynamicWhy saying why there is none.
 	dynamicBin, dynamicWhy string
+	// noLandlockBin is a test build with Landlock switched off (-tags
+	// nanosandbox_nolandlock), or "" with noLandlockWhy saying why there
+	// is none.
+	noLandlockBin, noLandlockWhy string
 
 	sourcesOnce sync.Once
 )
@@ -36,6 +40,7 @@ const secretValue = "nsb-secret-6f1e2d"
 func TestMain(m *testing.M) {
 	serverBin, attackBin = os.Getenv("NANOSANDBOX_BIN"), os.Getenv("NANOSANDBOX_ATTACK_BIN")
 	dynamicBin = os.Getenv("NANOSANDBOX_DYNAMIC_BIN")
+	noLandlockBin = os.Getenv("NANOSANDBOX_NOLANDLOCK_BIN")
 	var tmp string
 	if serverBin == "" || attackBin == "" {
 		builtHere = true
@@ -64,6 +69,15 @@ func TestMain(m *testing.M) {
 				os.Exit(1)
 			}
 		}
+		if noLandlockBin == "" {
+			noLandlockBin = filepath.Join(tmp, "nanosandbox-mcp-nolandlock")
+			cmd := exec.Command("go", "build", "-trimpath", "-tags", "nanosandbox_nolandlock", "-o", noLandlockBin, "../..")
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "go build -tags nanosandbox_nolandlock: %v\n%s", err, out)
+				os.Exit(1)
+			}
+		}
 		if dynamicBin == "" {
 			// What go run gives on a machine with a C compiler.
 			dynamicBin = filepath.Join(tmp, "nanosandbox-mcp-dynamic")
@@ -77,6 +91,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if tmp != "" {
 		os.RemoveAll(tmp)
+	}
+	for _, c := range reachableCopies {
+		os.RemoveAll(filepath.Dir(c))
 	}
 	os.Exit(code)
 }
@@ -108,6 +125,13 @@ type env struct {
 	ws     string // the workspace, $HOME/proj
 	vars   []string
 	stderr *syncBuffer // the server's stderr, for tests that start it raw
+	// extra are flags every server of this test gets after its own (the
+	// sandbox without namespaces: withoutNamespaces).
+	extra []string
+	// cred, if set, is whom the server, the host's git and the test's
+	// files run and belong to: an unprivileged uid when the test runs as
+	// root and the sandbox without namespaces refuses root.
+	cred *syscall.Credential
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -166,7 +190,7 @@ func newEnv(t *testing.T) *env {
 		// temporary directory.
 		path = "/opt/homebrew/bin:" + path
 	}
-	return &env{t: t, home: home, ws: ws, stderr: &syncBuffer{}, vars: []string{
+	e := &env{t: t, home: home, ws: ws, stderr: &syncBuffer{}, vars: []string{
 		"HOME=" + home,
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 		"PATH=" + path,
@@ -174,14 +198,35 @@ func newEnv(t *testing.T) *env {
 		"NSB_TEST_SECRET=" + secretValue,
 		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
 	}}
+	if withoutNamespaces {
+		e.reduce()
+	}
+	return e
+}
+
+// args are the server's arguments: the workspace, flags, then e.extra.
+func (e *env) args(flags ...string) []string {
+	return append(append([]string{"--workspace", e.ws}, flags...), e.extra...)
+}
+
+// command is the server with args, as e.cred if set, in e's environment.
+func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
+	if simulation != "" {
+		return simulate(e, ctx, args)
+	}
+	cmd := exec.CommandContext(ctx, serverBin, args...)
+	cmd.Env = e.vars
+	if e.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.cred}
+	}
+	return cmd
 }
 
 // run runs the one-shot form: nanosandbox-mcp --workspace WS FLAGS -- CMD...
 func (e *env) run(flags []string, cmd ...string) (stdout, stderr string, code int) {
 	e.t.Helper()
-	args := append([]string{"--workspace", e.ws}, flags...)
-	args = append(append(args, "--"), cmd...)
-	return e.runRaw(args...)
+	args := append(e.args(flags...), "--")
+	return e.runRaw(append(args, cmd...)...)
 }
 
 // sh runs a shell script in the one-shot form with no extra flags.
@@ -195,8 +240,7 @@ func (e *env) runRaw(args ...string) (stdout, stderr string, code int) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, serverBin, args...)
-	cmd.Env = e.vars
+	cmd := e.command(ctx, args...)
 	cmd.Dir = e.ws
 	var o, s bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &s
@@ -225,9 +269,7 @@ type session struct {
 // stdio through CommandTransport.
 func (e *env) serve(flags ...string) *session {
 	e.t.Helper()
-	args := append([]string{"--workspace", e.ws}, flags...)
-	cmd := exec.Command(serverBin, args...)
-	cmd.Env = e.vars
+	cmd := e.command(context.Background(), e.args(flags...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "nsb-e2e", Version: "1"}, nil)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -26,6 +28,9 @@ import (
 const (
 	wrapArgvEnv  = "_NSB_E2E_WRAP_ARGV"
 	wrapSetupEnv = "_NSB_E2E_WRAP_SETUP"
+	// wrapIDEnv, if set, is the outer namespace's uid and gid the server's
+	// wrappedID maps to, instead of its root.
+	wrapIDEnv = "_NSB_E2E_WRAP_ID"
 )
 
 // wrappedID is the server's uid and gid in the inner user namespace; the
@@ -50,8 +55,7 @@ func wrapMain() int {
 	setup := os.Getenv(wrapSetupEnv)
 	var env []string
 	for _, kv := range os.Environ() {
-		if !(len(kv) > len(wrapArgvEnv) && kv[:len(wrapArgvEnv)+1] == wrapArgvEnv+"=" ||
-			len(kv) > len(wrapSetupEnv) && kv[:len(wrapSetupEnv)+1] == wrapSetupEnv+"=") {
+		if !strings.HasPrefix(kv, "_NSB_E2E_WRAP_") {
 			env = append(env, kv)
 		}
 	}
@@ -66,11 +70,16 @@ func wrapMain() int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	outer, _ := strconv.Atoi(os.Getenv(wrapIDEnv)) // 0, its root, unless set
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: wrappedID, HostID: 0, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: wrappedID, HostID: 0, Size: 1}},
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: wrappedID, HostID: outer, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: wrappedID, HostID: outer, Size: 1}},
 		Pdeathsig:   syscall.SIGKILL,
+	}
+	if outer != 0 {
+		// Not this process's own uid: the server takes it once inside.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: wrappedID, Gid: wrappedID, NoSetGroups: true}
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)

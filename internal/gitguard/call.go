@@ -109,6 +109,9 @@ func (g *Guard) protect(call *Call, e element, prot map[string]Protection) {
 	case e.id.exists():
 		return // a special file: judged if it changes
 	}
+	if g.cfg.Unmounted {
+		return // a stand-in nothing keeps read-only would be the command's to fill
+	}
 	// Absent: a stand-in where git would read it at once, inside the git
 	// directory, never in a work tree.
 	var dir bool

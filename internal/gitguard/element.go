@@ -76,6 +76,11 @@ type resolver struct {
 	// prune. Nil: no cache.
 	dirs map[string]cachedDir
 	used map[string]bool
+	// statEntries reads each entry of a hooks directory (inode, size and
+	// times), so that a hook rewritten in place counts as a change: where
+	// nothing keeps hooks directories read-only during a call
+	// (Config.Unmounted). The cache is not used then.
+	statEntries bool
 }
 
 // resolve returns the elements of c, in a stable order: its entry, its git
@@ -382,7 +387,7 @@ func (r *resolver) hooks(ro role, path string) (element, string) {
 		// A listing is read again only when the directory changed: its
 		// times move with every entry added, removed or renamed (a second
 		// of settling covers coarse timestamps).
-		if c, ok := r.dirs[path]; ok && c.id == id && time.Now().UnixNano()-id.Ctime > int64(time.Second) {
+		if c, ok := r.dirs[path]; ok && !r.statEntries && c.id == id && time.Now().UnixNano()-id.Ctime > int64(time.Second) {
 			r.used[path] = true
 			e.id, e.entries = c.id, c.ents
 			e.id.Sum = listingSum(c.ents)
@@ -395,6 +400,13 @@ func (r *resolver) hooks(ro role, path string) (element, string) {
 			break
 		}
 		did.Size = 0 // a directory's size says nothing more than its listing
+		if r.statEntries {
+			for i := range ents {
+				if st, err := lstatIdent(filepath.Join(path, ents[i].name)); err == nil && st.exists() {
+					ents[i].id = st
+				}
+			}
+		}
 		if r.dirs != nil {
 			r.dirs[path] = cachedDir{id: did, ents: ents}
 			r.used[path] = true

@@ -141,6 +141,9 @@ func listingSum(ents []dirEntry) uint64 {
 	h := fnv.New64a()
 	for _, e := range ents {
 		fmt.Fprintf(h, "%s\x00%d\x00", e.name, e.id.Kind)
+		if e.id.Ino != 0 { // read by resolver.statEntries
+			fmt.Fprintf(h, "%d\x00%d\x00%d\x00%d\x00%d\x00", e.id.Dev, e.id.Ino, e.id.Size, e.id.Mtime, e.id.Ctime)
+		}
 	}
 	return h.Sum64()
 }

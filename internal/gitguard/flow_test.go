@@ -448,3 +448,37 @@ func TestDryRunJudgesNothing(t *testing.T) {
 		t.Errorf("the next call: %q", notes)
 	}
 }
+
+// TestUnmounted: where nothing keeps a call's protections read-only (the
+// sandbox without namespaces), no stand-in is made for a command to fill,
+// and what a call wrote in a trusted repository's hooks and config is
+// judged when it ends.
+func TestUnmounted(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q && rm -rf .git/hooks && mkdir -p sub && git -C sub init -q && printf '#!/bin/sh\\nexit 0\\n' > sub/.git/hooks/pre-commit && chmod +x sub/.git/hooks/pre-commit")
+	f.cfg.Unmounted = true
+	f.start()
+	c, err := f.g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".git/hooks", ".git/commondir"} {
+		if _, err := os.Lstat(filepath.Join(f.root, p)); err == nil {
+			t.Errorf("a stand-in %s was made, which nothing keeps read-only", p)
+		}
+	}
+	// A hook added where there was none, a config line, and a hook
+	// rewritten in place, which changes no listing: each is judged.
+	f.sh(`mkdir -p .git/hooks && printf '#!/bin/sh\n%s\n' "$PWN" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit &&
+printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" >> .git/config && printf '#!/bin/sh\n%s\n' "$PWN" > sub/.git/hooks/pre-commit`)
+	notes := c.End()
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{".git/hooks", ".git/config", "sub/.git/hooks"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no note about %s: %q", want, notes)
+		}
+	}
+	if f.userGit(".", "sub") {
+		t.Errorf("the user's git ran what the call planted")
+	}
+}

@@ -43,6 +43,11 @@ type Config struct {
 	StateDir string
 	// Log, if set, receives what the server's log should say.
 	Log func(msg string)
+	// Unmounted says nothing keeps a call's Protect read-only (a sandbox
+	// without mounts, where the user gave git's carve-outs up by name):
+	// Begin then makes no stand-ins, which a command could write in. What
+	// a call changes is judged when it ends, as ever.
+	Unmounted bool
 }
 
 // Protection is a path to keep read-only during a call.
@@ -121,7 +126,7 @@ func New(cfg Config) (*Guard, error) {
 		g.list = gitLister(cfg.Git)
 	}
 	g.res = resolver{home: cfg.Home, list: g.listPaths, placeholder: g.ph.pristine,
-		dirs: map[string]cachedDir{}, used: map[string]bool{}}
+		dirs: map[string]cachedDir{}, used: map[string]bool{}, statEntries: cfg.Unmounted}
 	for _, f := range cfg.GlobalConfigs {
 		e, _ := g.res.config(f)
 		if e.content == nil {

@@ -18,7 +18,11 @@ func (p *Policy) Describe() string {
 			fmt.Fprintf(&b, ", %s", g.Path)
 		}
 	}
-	b.WriteString(" and a private /tmp fresh for each call. ")
+	if p.WithoutNamespaces {
+		b.WriteString(" and $TMPDIR, a private directory fresh for each call (there is no writable /tmp). ")
+	} else {
+		b.WriteString(" and a private /tmp fresh for each call. ")
+	}
 	var ro, tools []string
 	for _, g := range p.Grants {
 		switch {
@@ -35,7 +39,12 @@ func (p *Policy) Describe() string {
 	if len(tools) > 0 {
 		fmt.Fprintf(&b, "Shown read-only from the home for the tools on PATH: %s. ", strings.Join(tools, ", "))
 	}
-	b.WriteString("The rest of the system is read-only; the home directory, credentials and host /tmp are hidden, and .git hooks and config are read-only.")
+	switch {
+	case p.WithoutNamespaces:
+		b.WriteString("The system's directories are readable, not writable; home directories, /tmp, /run, /dev/shm and credentials are out of reach.")
+	default:
+		b.WriteString("The rest of the system is read-only; the home directory, credentials and host /tmp are hidden, and .git hooks and config are read-only.")
+	}
 	if p.PrivateHome != "" {
 		b.WriteString(" HOME is a private directory kept for this workspace, not the user's home: what is written there stays there.")
 	}
@@ -47,9 +56,21 @@ func (p *Policy) Describe() string {
 	} else {
 		b.WriteString("Calls have no time limit")
 	}
-	fmt.Fprintf(&b, "; output is cut to %s per stream (head and tail kept). Calls do not share processes or /tmp.", FormatSize(int64(p.MaxOutputBytes)))
-	if l := p.Limits.describe(); l != "" {
+	fmt.Fprintf(&b, "; output is cut to %s per stream (head and tail kept).", FormatSize(int64(p.MaxOutputBytes)))
+	if p.WithoutNamespaces {
+		b.WriteString(" Calls do not share $TMPDIR, and every process a call starts ends with it.")
+	} else {
+		b.WriteString(" Calls do not share processes or /tmp.")
+	}
+	l := p.Limits
+	if p.WithoutNamespaces {
+		l.TmpBytes = 0 // no private tmpfs to size
+	}
+	if l := l.describe(); l != "" {
 		b.WriteString(" Limits: " + l + ".")
+	}
+	if p.WithoutNamespaces {
+		b.WriteString("\n" + p.describeReduced())
 	}
 	return b.String()
 }
@@ -83,6 +104,8 @@ func (p *Policy) describeNetwork() string {
 	switch {
 	case p.HostNetwork:
 		return "Network: the host's, open to every host and port (--host-network); host unix sockets stay hidden."
+	case p.WithoutNamespaces:
+		return "No network: commands cannot open internet sockets (the user can give them the host's network with --host-network)."
 	case len(p.AllowNet) > 0:
 		s := "Network: HTTP(S) only, through the proxy that HTTP_PROXY and HTTPS_PROXY name, to " + describeHosts(p.AllowNet) +
 			"; any other host gets 403 from the proxy, and connections that bypass it fail."
@@ -103,6 +126,8 @@ func (p *Policy) DescribeNetwork() string {
 	switch {
 	case p.HostNetwork:
 		return "the host's (--host-network): every host and port, the host's loopback included; host unix sockets stay hidden"
+	case p.WithoutNamespaces:
+		return "none: no internet sockets (seccomp) and no TCP (Landlock ABI 4+, where the kernel has it)"
 	case len(p.AllowNet) == 0:
 		return "none: own network namespace, loopback only"
 	}

@@ -58,6 +58,12 @@ type Options struct {
 	AllowNet []string
 	// HostNetwork shares the host's network with commands (--host-network).
 	HostNetwork bool
+	// WithoutNamespaces runs commands without the sandbox's namespaces
+	// (--without-namespaces, Linux), where the machine refuses them;
+	// Unprotected names the protections given up for it
+	// (--without-protection), which must be every one in Unkept.
+	WithoutNamespaces bool
+	Unprotected       []string
 
 	// Timeout is the wall-clock limit of one command. If zero, DefaultTimeout
 	// applies; NoTimeout lifts it.
@@ -134,6 +140,13 @@ type Policy struct {
 	// HostNetwork is set when commands share the host's network; AllowNet
 	// is then empty.
 	HostNetwork bool
+	// WithoutNamespaces is set when commands run without the sandbox's
+	// namespaces, under Landlock, seccomp and rlimits only; Unprotected
+	// then names the protections given up (Unkept). HOME is then the
+	// private home at its own path, and TMPDIR a directory the sandbox
+	// makes for each call.
+	WithoutNamespaces bool
+	Unprotected       []string
 
 	Timeout        time.Duration // zero means none
 	MaxOutputBytes int
@@ -241,6 +254,9 @@ func New(o Options) (*Policy, error) {
 		return nil, err
 	}
 	if err := add("--read-only", o.ReadOnly, false); err != nil {
+		return nil, err
+	}
+	if err := checkReduced(o, p); err != nil {
 		return nil, err
 	}
 
@@ -426,8 +442,13 @@ func (p *Policy) Writable() []Grant {
 }
 
 // SandboxHome is HOME as commands see it: the caller's home path (backed by
-// the private home, or granted), or /tmp when there is none.
+// the private home, or granted), or /tmp when there is none. Without
+// namespaces nothing is mounted at the home's path: HOME is the private
+// home at its own path, where there is one.
 func (p *Policy) SandboxHome() string {
+	if p.WithoutNamespaces && p.PrivateHome != "" {
+		return p.PrivateHome
+	}
 	if p.Home != "" && (p.PrivateHome != "" || p.HomeGranted) {
 		return p.Home
 	}

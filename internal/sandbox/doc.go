@@ -39,7 +39,8 @@
 // Linux (amd64, arm64): user, mount, pid, net, ipc, uts and cgroup
 // namespaces built by a re-executed helper; the command runs in a nested user
 // namespace as the caller (a root caller's as another uid), with no
-// capabilities, under Landlock (ABI 1+) and a seccomp filter. The server's
+// capabilities, under Landlock (ABI 1+, where the kernel has it) and a
+// seccomp filter. The server's
 // half: run_linux.go (one call), helperproc_linux.go (a helper as the server
 // starts and feeds it), spare_linux.go (the helper kept for the next call).
 // Both halves: network_linux.go (the proxy's listening socket, made in the
@@ -51,6 +52,16 @@
 // Limits are held per command by a delegated cgroup v2 where the server has
 // one or systemd gives it one ([JoinScope], systemd_linux.go), else by
 // rlimits, which count less (memory.go).
+//
+// Without namespaces, on the flag that asks for it (--without-namespaces,
+// where the machine refuses them): Landlock keeps writes to the writable
+// paths and reads to an allow-list of the system's trees, seccomp holds
+// what the namespaces did (no internet or unix sockets, below Landlock ABI
+// 9 and 3 no named unix sockets or truncate(2)), rlimits the limits, and
+// the helper, the command's subreaper, kills what a call leaves
+// (reduced_linux.go, reducedhelper_linux.go). What that cannot keep
+// ([policy.Unkept]) the user gives up by name, or the server refuses to
+// start; a root caller is refused.
 //
 // macOS (arm64, amd64): each command runs under /usr/bin/sandbox-exec with
 // a Seatbelt profile generated for the call (seatbelt.go, no build tag, so
@@ -74,14 +85,19 @@
 //
 // # What is refused
 //
-// Nothing fails open: a kernel without Landlock, without user namespaces, an
-// architecture without a reviewed seccomp filter, a Mac where sandbox-exec
-// cannot apply a profile (the server itself sandboxed), or a policy that
-// needs a mechanism the machine lacks (on macOS: --memory, --tmp-size and
-// --cpus) is refused by [Capabilities.Refusal] before the server starts,
-// with the cause and the fix. So is, on macOS, a root caller. So is, for a root caller, a
-// grant its commands could not reach as their own uid (a writable path on a
-// filesystem without idmapped mounts, a path below a directory other users
-// may not enter), and --host-network where Landlock cannot scope abstract
+// Nothing fails open: a kernel without user namespaces (or whose
+// namespaces give no capabilities) unless --without-namespaces asks to run
+// without them, an architecture without a reviewed seccomp filter, a Mac
+// where sandbox-exec cannot apply a profile (the server itself sandboxed),
+// or a policy that needs a mechanism the machine lacks (on macOS: --memory,
+// --tmp-size and --cpus) is refused by [Capabilities.Refusal] before the
+// server starts, with the cause and the fix. A Linux kernel without
+// Landlock is not refused: the mounts hold the filesystem policy, and
+// [Capabilities.MissingLayer] says, in --check and the tool's description,
+// that the second layer is missing. Refused too: a root caller on macOS or
+// without namespaces; for a root caller on Linux, a grant its commands
+// could not reach as their own uid (a writable path on a filesystem without
+// idmapped mounts, a path below a directory other users may not enter), and
+// --host-network where Landlock cannot scope abstract
 // unix sockets (below ABI 6), which belong to the network namespace.
 package sandbox

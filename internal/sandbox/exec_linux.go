@@ -53,10 +53,15 @@ func execMain() {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fail(fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err))
 	}
-	if err := restrictLandlock(s.LandlockABI, s.Landlock); err != nil {
-		fail(err)
+	// ABI 0: the server found no Landlock and runs without it only where
+	// the mounts hold the filesystem policy (Capabilities.Refusal); it says
+	// so in --check and the tool's description.
+	if s.LandlockABI >= 1 {
+		if err := restrictLandlock(s.LandlockABI, s.Landlock); err != nil {
+			fail(err)
+		}
 	}
-	if err := installSeccomp(); err != nil {
+	if err := installSeccomp(s.Filter); err != nil {
 		fail(err)
 	}
 	sendReport(rep, report{Ready: true})
@@ -99,7 +104,19 @@ func setRlimits(l policy.Limits, m Mechanisms) error {
 		errs = append(errs, set("RLIMIT_DATA", unix.RLIMIT_DATA, uint64(l.MemoryBytes)))
 	}
 	if m.Processes == ByRlimit {
-		errs = append(errs, set("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(l.MaxProcesses)))
+		n := uint64(l.MaxProcesses)
+		if m.WithoutNamespaces {
+			// Without a user namespace of the sandbox's own, RLIMIT_NPROC
+			// counts every process and thread of the caller's: the
+			// command gets its limit above what the caller has now, within
+			// the hard limit.
+			n += uint64(userTasks())
+			var cur unix.Rlimit
+			if unix.Getrlimit(unix.RLIMIT_NPROC, &cur) == nil && cur.Max < n {
+				n = cur.Max
+			}
+		}
+		errs = append(errs, set("RLIMIT_NPROC", unix.RLIMIT_NPROC, n))
 	}
 	if m.FileSize == ByRlimit {
 		errs = append(errs, set("RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(l.MaxFileBytes)))

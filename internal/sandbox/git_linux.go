@@ -34,8 +34,15 @@ func (s *linuxSandbox) startGuard() error {
 		cfg.Roots = append(cfg.Roots, gitguard.Root{Host: g.Path})
 	}
 	if p.PrivateHome != "" && p.Home != "" {
-		cfg.Roots = append(cfg.Roots, gitguard.Root{Host: p.PrivateHome, Sandbox: p.Home})
+		at := p.Home // mounted there
+		if s.reduced {
+			at = p.PrivateHome // nothing is mounted: at its own path
+		}
+		cfg.Roots = append(cfg.Roots, gitguard.Root{Host: p.PrivateHome, Sandbox: at})
 	}
+	// Without mounts nothing keeps the protections read-only: the user
+	// gave git's carve-outs up by name (policy.Unkept).
+	cfg.Unmounted = s.reduced
 	for _, op := range s.static.ops {
 		if op.Kind != opHide && op.Kind != opMask {
 			continue

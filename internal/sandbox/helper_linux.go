@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,6 +59,10 @@ type helper struct {
 	spec         *spec        // the call, once taken
 	tasks        *taskCounter // nil unless the process limit reports nothing itself
 	finished     sync.Once
+	// reduced is set for the helper of a call without namespaces
+	// (reducedhelper_linux.go); ending, once it kills what the call left.
+	reduced bool
+	ending  atomic.Bool
 }
 
 // fail reports err as the reason the sandbox could not be set up, and
@@ -103,7 +108,11 @@ func (h *helper) enterScratch() {
 // startStage starts the exec stage, which waits for its spec.
 func (h *helper) startStage() {
 	var err error
-	h.stage, err = startExecStage(h.specR, h.rep)
+	if h.reduced {
+		h.stage, err = startReducedStage(h.specR, h.rep)
+	} else {
+		h.stage, err = startExecStage(h.specR, h.rep)
+	}
 	h.specR.Close()
 	if err != nil {
 		h.fail(err)
@@ -230,6 +239,9 @@ func (h *helper) reap() {
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
+		if h.ending.Load() {
+			select {} // finish reaps what is left, and exits
+		}
 		if err != nil {
 			h.fail(fmt.Errorf("wait4: %w", err))
 		}
@@ -254,9 +266,14 @@ func (h *helper) reap() {
 }
 
 // finish reports how the command ended, once, and exits: the kernel kills
-// what is left in the pid namespace.
+// what is left in the pid namespace. Without namespaces the helper kills
+// it first.
 func (h *helper) finish(er *exitReport) {
 	h.finished.Do(func() {
+		if h.reduced {
+			h.ending.Store(true)
+			killDescendants()
+		}
 		sendReport(h.rep, report{Exit: er})
 		os.Exit(0)
 	})
@@ -338,7 +355,7 @@ func (h *helper) limitReached(ws *unix.WaitStatus, ru *unix.Rusage) *limitHit {
 			}
 		}
 	}
-	if m.countsTasks() && h.tasks.peak()*10 >= l.MaxProcesses*9 {
+	if m.countsTasks() && h.tasks != nil && h.tasks.peak()*10 >= l.MaxProcesses*9 {
 		return &limitHit{Kind: processLimit, Mech: m.Processes}
 	}
 	if m.Tmp != NoLimit {

@@ -47,6 +47,32 @@ type helperProc struct {
 	// over the proxy's listening socket; nil when the network is the
 	// host's, or once the call's proxy took it.
 	netConn *os.File
+	// reduced is set for a helper without namespaces, which kills what
+	// its call left itself (stop).
+	reduced bool
+}
+
+// stopGrace is how long a helper without namespaces has to kill its
+// call's processes when asked, before it is killed itself.
+const stopGrace = 3 * time.Second
+
+// stop ends the helper and every process of its call. Killing pid 1 of
+// the sandbox's namespaces kills them all; a helper without namespaces is
+// asked with SIGUSR2 to kill them (it is their subreaper), and killed if
+// it has not ended in stopGrace.
+func (h *helperProc) stop() {
+	if !h.reduced {
+		h.cmd.Process.Kill()
+		return
+	}
+	h.cmd.Process.Signal(unix.SIGUSR2)
+	go func() {
+		select {
+		case <-h.exited:
+		case <-time.After(stopGrace):
+			h.cmd.Process.Kill()
+		}
+	}()
 }
 
 // piped reports whether c needs its stdio through pipes the server
@@ -61,7 +87,7 @@ func piped(c *Command) bool {
 // startHelper starts a helper for c: with c's own files as its stdio, or
 // with pipes when c needs them (c nil: pipes, for a spare).
 func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
-	h := &helperProc{exited: make(chan struct{})}
+	h := &helperProc{exited: make(chan struct{}), reduced: s.reduced}
 	defer func() {
 		if err != nil {
 			h.discard() // h itself: the result is nil by now
@@ -100,9 +126,12 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	childEnds = append(childEnds, repW)
 	var netEnd *os.File // stays nil, closed in the helper, on the host's network
 	flags := uintptr(namespaceFlags)
-	if s.pol.HostNetwork {
+	switch {
+	case s.reduced:
+		flags = 0 // no proxy either: --allow-net is refused without namespaces
+	case s.pol.HostNetwork:
 		flags &^= syscall.CLONE_NEWNET
-	} else {
+	default:
 		if h.netConn, netEnd, err = netPair(); err != nil {
 			return nil, setupError("proxy socket", err)
 		}
@@ -154,6 +183,13 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	if stdio[2] != nil {
 		h.cmd.Stderr = stdio[2]
 	}
+	if s.reduced {
+		// Without namespaces: the caller's own ids, and on the server's
+		// death a signal the helper catches, to kill what its call left.
+		h.cmd.Env = []string{childEnv + "=reduced"}
+		h.cmd.SysProcAttr.UidMappings, h.cmd.SysProcAttr.GidMappings = nil, nil
+		h.cmd.SysProcAttr.Pdeathsig = unix.SIGUSR2
+	}
 	if s.root != nil {
 		trees, err := s.root.helper(h.cmd)
 		if err != nil {
@@ -189,8 +225,11 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 				return nil, &SetupError{Op: "start the sandbox helper", Err: strings.TrimPrefix(err.Error(), "fork/exec /proc/self/exe: ") + ": " + why, Errno: errnoOf(err)}
 			}
 		}
+		if s.reduced {
+			return nil, setupError("start the sandbox helper", err)
+		}
 		why, fix := diagnoseUserNS(err)
-		return nil, &SetupError{Op: "create namespaces", Err: why + "; to fix: " + fix, Errno: errnoOf(err)}
+		return nil, &SetupError{Op: "create namespaces", Err: "cannot create user namespaces: " + why, Fix: fix, Errno: errnoOf(err)}
 	}
 	return h, nil
 }
@@ -303,7 +342,7 @@ func (h *helperProc) alive() bool {
 // what it held. It is safe to call more than once.
 func (h *helperProc) discard() {
 	if h.cmd != nil && h.cmd.Process != nil {
-		h.cmd.Process.Kill() // pid 1 of its namespace: the kernel kills the rest
+		h.stop()
 		<-h.exited
 		h.cmd = nil
 	}

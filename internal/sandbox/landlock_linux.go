@@ -22,7 +22,9 @@ import (
 // connect on their own loopback (a test server, a language server). Handling
 // TCP would break exactly those, and would add nothing for what escapes the
 // namespace: Landlock's TCP rules see neither UDP nor MPTCP, which seccomp
-// refuses instead.
+// refuses instead. Without namespaces (landlockRules.NoTCP) there is no
+// loopback of the sandbox's own: TCP is handled and nothing granted, under
+// the seccomp filter that refuses internet sockets already.
 
 const (
 	// landlockReadAccess is what a read-only root grants: read, list and
@@ -64,6 +66,10 @@ type landlockRules struct {
 	ReadOnly []string // read, list and execute beneath each: typically just "/"
 	Writable []string // every file access beneath each (the workspace, --writable paths, /tmp, /var/tmp, /run, /dev/shm, the private home)
 	Devices  []string // write to these files only (plus ioctl on devices at ABI 5+): /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx, and /dev/pts (directory)
+	// NoTCP handles TCP bind and connect and grants neither (Landlock ABI
+	// 4+; below, seccomp alone refuses internet sockets): commands without
+	// a network namespace, and with the network off.
+	NoTCP bool `json:",omitempty"`
 }
 
 // landlockAccess is what one ABI version lets us handle and grant.
@@ -138,16 +144,38 @@ func landlockAccessFor(abi int) landlockAccess {
 }
 
 // landlockABI returns the kernel's Landlock ABI version, or 0 when Landlock is
-// unsupported or disabled (ENOSYS, EOPNOTSUPP). It never fails open: callers refuse 0.
+// unsupported or disabled (ENOSYS, EOPNOTSUPP). It never fails open: a
+// caller given 0 applies no Landlock only where the mounts hold the policy,
+// and says so.
 func landlockABI() int {
-	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		// ENOSYS: built without CONFIG_SECURITY_LANDLOCK; EOPNOTSUPP: built
-		// but not in lsm= at boot. Any other error (a seccomp filter of a
-		// container runtime, say) means we cannot tell, which is refused too.
-		return 0
+	abi, _ := kernelLandlock()
+	return abi
+}
+
+// kernelLandlock returns the kernel's Landlock ABI version, or 0 and why
+// there is none.
+func kernelLandlock() (abi int, why string) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	switch errno {
+	case 0:
+		return int(v), ""
+	case unix.ENOSYS:
+		return 0, "this kernel has no Landlock (Linux before 5.13, or built without CONFIG_SECURITY_LANDLOCK)"
+	case unix.EOPNOTSUPP:
+		return 0, "Landlock is built into this kernel but not enabled: \"landlock\" is missing from the lsm= boot parameter"
 	}
-	return int(abi)
+	// A seccomp filter (an older container runtime's) may refuse the call:
+	// then nothing can be told, which counts as no Landlock.
+	return 0, "landlock_create_ruleset: " + errno.Error() + " (a seccomp filter, a container's, may refuse it)"
+}
+
+// probeLandlock is kernelLandlock, unless a test build switched Landlock
+// off (landlockSwitchedOff), which then looks like a kernel without it.
+func probeLandlock() (abi int, why string) {
+	if landlockSwitchedOff {
+		return 0, "switched off in this test build (-tags nanosandbox_nolandlock)"
+	}
+	return kernelLandlock()
 }
 
 // restrictLandlock enforces r on the calling thread (landlock_restrict_self),
@@ -168,6 +196,9 @@ func restrictLandlock(abi int, r landlockRules) error {
 	}
 	a := landlockAccessFor(abi)
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: a.handledFS, Scoped: a.scoped}
+	if r.NoTCP && abi >= 4 {
+		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), a.rulesetSize, 0)
 	if errno != 0 {
 		return fmt.Errorf("landlock_create_ruleset: %w", errno)

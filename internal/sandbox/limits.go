@@ -34,6 +34,10 @@ type Mechanisms struct {
 	// temporary files go to $TMPDIR, not /tmp, and there is no loopback.
 	// The model is told (Caveats).
 	Seatbelt bool `json:"-"`
+	// WithoutNamespaces is set when commands run without namespaces:
+	// RLIMIT_NPROC then counts every process of the caller's, and there is
+	// no private tmpfs to size.
+	WithoutNamespaces bool `json:"without_namespaces,omitempty"`
 }
 
 // reservedPids is the kernel's RESERVED_PIDS: once pids wrap, allocation
@@ -49,7 +53,7 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 	if caps.OS == "darwin" {
 		return seatbeltMechanisms(l)
 	}
-	var m Mechanisms
+	m := Mechanisms{WithoutNamespaces: caps.WithoutNamespaces}
 	cg := caps.Cgroup != ""
 	if l.MemoryBytes > 0 {
 		m.Memory = ByRlimit
@@ -63,7 +67,7 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 			m.Processes = ByCgroup
 		case uid != 0:
 			m.Processes = ByRlimit
-		case caps.PidNSMax:
+		case caps.PidNSMax && !caps.WithoutNamespaces:
 			m.Processes = ByPidNamespace
 		default:
 			return m, &Refusal{
@@ -75,8 +79,8 @@ func mechanisms(l policy.Limits, caps Capabilities, uid int) (Mechanisms, *Refus
 	if l.MaxFileBytes > 0 {
 		m.FileSize = ByRlimit
 	}
-	if l.TmpBytes > 0 {
-		m.Tmp = ByTmpfs
+	if l.TmpBytes > 0 && !caps.WithoutNamespaces {
+		m.Tmp = ByTmpfs // without namespaces there is no tmpfs of the sandbox's: Report says so
 	}
 	if l.CPUTime > 0 {
 		m.CPUTime = ByRlimit
@@ -118,6 +122,9 @@ func (m Mechanisms) Report(l policy.Limits) string {
 		indentLines(&b, rlimitMemory)
 	}
 	procs := fmt.Sprint(l.MaxProcesses)
+	if m.WithoutNamespaces && m.Processes == ByRlimit {
+		procs += " more than the caller has when the command starts (RLIMIT_NPROC counts all of them)"
+	}
 	if m.Processes == ByPidNamespace {
 		procs += fmt.Sprintf(", up to %d more before pids first wrap", reservedPids-1)
 	}
@@ -126,7 +133,11 @@ func (m Mechanisms) Report(l policy.Limits) string {
 		indentLines(&b, userRlimitProcesses)
 	}
 	line("file size", policy.FormatSize(l.MaxFileBytes), m.FileSize)
-	line("tmp size", policy.FormatSize(l.TmpBytes)+" each for /tmp, /var/tmp, /run, /dev/shm", m.Tmp)
+	if m.WithoutNamespaces && l.TmpBytes > 0 {
+		fmt.Fprintf(&b, "  %-14s none: without namespaces there is no private tmpfs; $TMPDIR is a directory on disk, like the workspace\n", "tmp size")
+	} else {
+		line("tmp size", policy.FormatSize(l.TmpBytes)+" each for /tmp, /var/tmp, /run, /dev/shm", m.Tmp)
+	}
 	line("cpu time", l.CPUTime.String()+" per process", m.CPUTime)
 	line("cpus", fmt.Sprint(l.CPUs), m.CPUs)
 	return b.String()

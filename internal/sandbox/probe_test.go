@@ -16,10 +16,15 @@ func TestRefusal(t *testing.T) {
 		cause, fix string
 	}{
 		{"all present", func(*Capabilities) {}, "", ""},
-		{"no Landlock", func(c *Capabilities) { c.LandlockABI = 0 }, "no Landlock", "Linux 5.13"},
+		// The mounts hold the filesystem policy: a missing second layer is
+		// said, not refused (TestReportMissingLandlock).
+		{"no Landlock", func(c *Capabilities) { c.LandlockABI = 0 }, "", ""},
 		{"no user namespaces", func(c *Capabilities) {
-			c.UserNS, c.UserNSFix = "operation not permitted (AppArmor ...)", "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+			c.UserNS, c.UserNSKind, c.UserNSFix = "operation not permitted (AppArmor ...)", UserNSRefused, "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
 		}, "cannot create user namespaces", "apparmor_restrict_unprivileged_userns"},
+		{"user namespaces without capabilities", func(c *Capabilities) {
+			c.UserNS, c.UserNSKind, c.UserNSFix = "a mount in a new one fails: ...", UserNSNoCapabilities, "an AppArmor profile"
+		}, "user namespaces give no capabilities here: a mount in a new one fails", "AppArmor profile"},
 		{"no seccomp", func(c *Capabilities) { c.Seccomp = "ENOSYS" }, "seccomp", "CONFIG_SECCOMP_FILTER"},
 		{"another architecture", func(c *Capabilities) { c.Arch = "riscv64" }, "riscv64 is not supported", "amd64"},
 		{"macOS", func(c *Capabilities) { c.OS, c.LandlockABI = "darwin", 0 }, "", ""},
@@ -44,6 +49,34 @@ func TestRefusal(t *testing.T) {
 				t.Errorf("got %+v, want cause %q and fix %q", r, tt.cause, tt.fix)
 			}
 		})
+	}
+}
+
+// TestReportMissingLandlock: without Landlock, --check says why it is
+// missing, that the mounts hold the policy without it, and the tool's
+// description says which layer is missing.
+func TestReportMissingLandlock(t *testing.T) {
+	c := Capabilities{OS: "linux", Arch: "amd64", Kernel: "5.10.0", LandlockWhy: "this kernel has no Landlock (Linux before 5.13, or built without CONFIG_SECURITY_LANDLOCK)"}
+	want := "landlock      MISSING this kernel has no Landlock (Linux before 5.13, or built without CONFIG_SECURITY_LANDLOCK); the mounts hold the filesystem policy without this second layer\n"
+	if got := c.Report(); !strings.Contains(got, want) {
+		t.Errorf("got\n%s\nwant a line\n%s", got, want)
+	}
+	if got := c.MissingLayer(); !strings.Contains(got, "Landlock") || !strings.Contains(got, "mounts") {
+		t.Errorf("MissingLayer: got %q", got)
+	}
+	c.LandlockABI = 1
+	if got := c.MissingLayer(); got != "" {
+		t.Errorf("with Landlock: MissingLayer %q, want none", got)
+	}
+}
+
+// TestReportInheritedSeccomp: a filter already on the server (a
+// container's) is named, and the sandbox's stacks on it.
+func TestReportInheritedSeccomp(t *testing.T) {
+	c := Capabilities{OS: "linux", Arch: "amd64", LandlockABI: 7, SeccompInherited: true, Container: "Docker"}
+	want := "seccomp       ok    filter with TSYNC, amd64 syscall table; a filter already applies to the server (Docker's), and the sandbox's stacks on it\n"
+	if got := c.Report(); !strings.Contains(got, want) {
+		t.Errorf("got\n%s\nwant a line\n%s", got, want)
 	}
 }
 

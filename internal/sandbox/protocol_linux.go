@@ -38,6 +38,9 @@ type spec struct {
 	Landlock    landlockRules `json:"landlock"`
 	Limits      policy.Limits `json:"limits"`
 	Mech        Mechanisms    `json:"mech"`
+	// Filter is what the seccomp filter holds beyond its deny list,
+	// without namespaces; zero in the full sandbox.
+	Filter filterOptions `json:"filter,omitempty"`
 	// HostNetwork says the helper shares the host's network namespace: it
 	// has no loopback of its own to bring up, and no proxy.
 	HostNetwork bool `json:"host_network,omitempty"`

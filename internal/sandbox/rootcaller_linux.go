@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -80,9 +81,12 @@ type rootCaller struct {
 func newRootCaller(p *policy.Policy) (*rootCaller, error) {
 	userns, err := idmapUserns()
 	if err != nil {
+		// The first user namespace made: a machine that refuses them
+		// (a container's seccomp filter) is explained as the probe would.
+		why, fix := diagnoseUserNS(err)
 		return nil, &Refusal{
-			Cause: fmt.Sprintf("running as root, commands run as uid %d on the host, and the user namespace that maps it to root for the granted paths cannot be made: %v", rootCallerID, err),
-			Fix:   "run the server as a regular user",
+			Cause: fmt.Sprintf("cannot create user namespaces: %s (running as root, commands run as uid %d on the host, in a user namespace that maps it to root for the granted paths)", why, rootCallerID),
+			Fix:   fix,
 		}
 	}
 	r := &rootCaller{userns: userns}
@@ -103,6 +107,12 @@ func newRootCaller(p *policy.Policy) (*rootCaller, error) {
 				continue
 			}
 			userns.Close()
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+				// Not the filesystem (EINVAL): the mount itself is refused,
+				// as a container's security profile refuses it.
+				why, fix := readHostFacts().diagnose(err, true)
+				return nil, &Refusal{Cause: "user namespaces give no capabilities here: " + why, Fix: fix}
+			}
 			return nil, &Refusal{
 				Cause: fmt.Sprintf("running as root, commands run as uid %d on the host and write %s through an idmapped mount, which its filesystem does not allow here: %v", rootCallerID, g.path, err),
 				Fix:   "put the workspace and --writable paths on a filesystem that allows idmapped mounts (ext4, xfs, btrfs, tmpfs, overlayfs), or run the server as a regular user",

@@ -31,6 +31,11 @@ type linuxSandbox struct {
 
 	static   staticPlan
 	landlock landlockRules
+	// reduced is set when commands run without namespaces
+	// (reduced_linux.go); filter then says what seccomp holds in their
+	// place.
+	reduced  bool
+	filter   filterOptions
 	uid, gid int
 	cgroups  *cgroupTree // nil unless a limit is held by cgroup v2
 	guard    *gitguard.Guard
@@ -57,6 +62,9 @@ func newPlatform(p *policy.Policy, caps *Capabilities, mech *Mechanisms) (platfo
 // the cgroup subtree, the checks of the grants, the plan of the mounts
 // that do not change between calls, the Landlock rules, and git's watch.
 func (s *linuxSandbox) prepare() error {
+	if s.pol.WithoutNamespaces {
+		return s.prepareReduced()
+	}
 	s.uid, s.gid = os.Getuid(), os.Getgid()
 	if s.pol.HostNetwork && s.caps.LandlockABI < 6 {
 		// Abstract unix sockets belong to a network namespace, not to a
@@ -75,20 +83,8 @@ func (s *linuxSandbox) prepare() error {
 		}
 		s.root = r
 	}
-	if s.mech.usesCgroup() {
-		tree, err := adoptCgroup(s.caps.Cgroup, s.mech.CPUs == ByCgroup)
-		if err != nil {
-			// The probe was too hopeful: hold the limits without cgroups,
-			// or refuse those that need them.
-			s.caps.Cgroup, s.caps.CgroupWhy = "", "the delegated cgroup is unusable: "+err.Error()
-			mech, r := mechanisms(s.pol.Limits, s.caps, s.uid)
-			if r != nil {
-				return r
-			}
-			s.mech = mech
-		} else {
-			s.cgroups = tree
-		}
+	if err := s.adoptCgroups(); err != nil {
+		return err
 	}
 	if err := checkWritable(s.pol, s.uid, s.gid); err != nil {
 		return err
@@ -104,6 +100,28 @@ func (s *linuxSandbox) prepare() error {
 		Devices:  []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"},
 	}
 	return s.startGuard()
+}
+
+// adoptCgroups takes the delegated cgroup v2 subtree where a limit is held
+// by one.
+func (s *linuxSandbox) adoptCgroups() error {
+	if !s.mech.usesCgroup() {
+		return nil
+	}
+	tree, err := adoptCgroup(s.caps.Cgroup, s.mech.CPUs == ByCgroup)
+	if err != nil {
+		// The probe was too hopeful: hold the limits without cgroups,
+		// or refuse those that need them.
+		s.caps.Cgroup, s.caps.CgroupWhy = "", "the delegated cgroup is unusable: "+err.Error()
+		mech, r := mechanisms(s.pol.Limits, s.caps, s.uid)
+		if r != nil {
+			return r
+		}
+		s.mech = mech
+		return nil
+	}
+	s.cgroups = tree
+	return nil
 }
 
 // run runs one call in a helper of its own, or in the spare when c's stdio
@@ -132,8 +150,7 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 	}
 	defer endGit()
 
-	raw, err := json.Marshal(spec{
-		Ops:         planCall(s.pol, s.static, gitOps(git.Protect), hostFS{}),
+	sp := spec{
 		UID:         s.uid,
 		GID:         s.gid,
 		Dir:         s.pol.Workspace,
@@ -144,10 +161,26 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 		Landlock:    s.landlock,
 		Limits:      s.pol.Limits,
 		Mech:        s.mech,
+		Filter:      s.filter,
 		Timeout:     c.Timeout,
 		Probe:       dryRun,
 		HostNetwork: s.pol.HostNetwork,
-	})
+	}
+	if s.reduced {
+		// No mounts: TMPDIR is a directory of the call's own, which
+		// Landlock grants with the writable paths; git's carve-outs were
+		// given up by name, and its judgment at the end still runs.
+		tmp, err := s.callTmp()
+		if err != nil {
+			return Result{}, err
+		}
+		defer removeTmp(tmp) // after the call's processes, which endGit waits for too
+		sp.Env = withTmp(s.env, tmp)
+		sp.Landlock.Writable = append(append([]string(nil), s.landlock.Writable...), tmp)
+	} else {
+		sp.Ops = planCall(s.pol, s.static, gitOps(git.Protect), hostFS{})
+	}
+	raw, err := json.Marshal(sp)
 	if err != nil {
 		return Result{}, bug(err)
 	}
@@ -193,10 +226,10 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 	case <-h.exited:
 	case <-timeout:
 		res.TimedOut = true
-		cmd.Process.Kill() // pid 1 of the namespace: the kernel kills the rest
+		h.stop()
 	case <-ctx.Done():
 		res.Canceled = true
-		cmd.Process.Kill()
+		h.stop()
 	}
 	<-h.exited
 	waitErr = h.waitErr
@@ -251,6 +284,12 @@ func (s *linuxSandbox) outcome(res Result, rs []report, cgo cgroupOutcome, waitE
 	for _, r := range rs {
 		switch {
 		case r.Setup != nil:
+			if why, fix := noCapabilities(r.Setup); why != "" {
+				// The namespaces were made, without the capabilities to
+				// build the sandbox in them (the probe, skipped or earlier,
+				// did not see it).
+				return res, &SetupError{Op: "create namespaces", Err: "user namespaces give no capabilities here: " + why, Fix: fix, Errno: r.Setup.Errno}
+			}
 			return res, r.Setup
 		case r.Start != nil:
 			return res, r.Start

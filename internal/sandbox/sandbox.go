@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,9 +63,15 @@ type SetupError struct {
 	Op    string        // "mount", "landlock_restrict_self", ...
 	Err   string        // what went wrong
 	Errno syscall.Errno `json:",omitempty"` // the error number, if one caused it; else 0
+	// Fix says how to make the machine allow it, where that is known; else
+	// empty.
+	Fix string `json:",omitempty"`
 }
 
 func (e *SetupError) Error() string {
+	if e.Fix != "" {
+		return fmt.Sprintf("sandbox setup failed: %s: %s; to fix: %s", e.Op, e.Err, e.Fix)
+	}
 	return fmt.Sprintf("sandbox setup failed: %s: %s", e.Op, e.Err)
 }
 
@@ -111,6 +118,9 @@ func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
 	if r := caps.Refusal(); r != nil {
 		return nil, r
 	}
+	if caps.WithoutNamespaces && os.Getuid() == 0 {
+		return nil, rootWithoutNamespaces
+	}
 	mech, r := mechanisms(p.Limits, caps, os.Getuid())
 	if r != nil {
 		return nil, r
@@ -126,6 +136,22 @@ func New(p *policy.Policy, caps Capabilities) (*Sandbox, error) {
 
 // Mechanisms names what holds each limit.
 func (s *Sandbox) Mechanisms() Mechanisms { return s.mech }
+
+// Caveats says, in sentences for the tool's description, where the sandbox
+// holds less than the policy describes: a limit held per process, a
+// missing defence-in-depth layer; empty when it holds all of it.
+func (s *Sandbox) Caveats() string {
+	var out []string
+	for _, c := range []string{s.mech.Caveats(), s.caps.MissingLayer()} {
+		if c != "" {
+			out = append(out, c)
+		}
+	}
+	if s.caps.WithoutNamespaces {
+		out = append(out, strings.Join(reducedCaveats(s.caps.LandlockABI, s.pol.HostNetwork), " "))
+	}
+	return strings.Join(out, "\n")
+}
 
 // Capabilities is what the machine was found to enforce, as adjusted when
 // the sandbox was prepared (a delegated cgroup that proved unusable).

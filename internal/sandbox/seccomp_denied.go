@@ -21,9 +21,10 @@ func reviewedArch(auditArch uint32, x32 bool, maxSyscall uint32) *seccompArch {
 		socket:      unix.SYS_SOCKET,
 		socketpair:  unix.SYS_SOCKETPAIR,
 
-		openat2: unix.SYS_OPENAT2,
-		denied:  append([]uint32(nil), deniedSyscalls...),
-		modes:   append([]modeCall(nil), modeCalls...),
+		openat2:  unix.SYS_OPENAT2,
+		truncate: unix.SYS_TRUNCATE,
+		denied:   append([]uint32(nil), deniedSyscalls...),
+		modes:    append([]modeCall(nil), modeCalls...),
 	}
 }
 

@@ -55,6 +55,13 @@ import (
 //     IPPROTO_MPTCP fail with EPROTONOSUPPORT, as on a kernel without MPTCP
 //     (Landlock's TCP rules do not see MPTCP, and Go 1.24+ falls back to TCP).
 //
+// Without namespaces (filterOptions), the filter also holds what they did:
+// inet, inet6 and netlink sockets fail with EAFNOSUPPORT when the network
+// is off; below Landlock ABI 9, socket(AF_UNIX) fails with EAFNOSUPPORT and
+// socketpair makes only stream and seqpacket pairs (a datagram pair could
+// send to any named socket); below Landlock ABI 3, truncate(2) fails with
+// EPERM.
+//
 // Everything else is allowed, including what the Go runtime needs between
 // the install and execve: futex, mmap, rt_sig*, clone for threads. The deny
 // list was compared with Docker's default profile; what Docker refuses and
@@ -102,6 +109,9 @@ type seccompArch struct {
 
 	// openat2 fails with ENOSYS: seccomp cannot read its struct open_how.
 	openat2 uint32
+
+	// truncate fails with EPERM when filterOptions.NoTruncate says so.
+	truncate uint32
 
 	// denied fail with EPERM whatever their arguments.
 	denied []uint32
@@ -156,22 +166,43 @@ const (
 	creatingFlags = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
 )
 
+// filterOptions are what the filter holds beyond the deny list, where the
+// command runs without the sandbox's namespaces (--without-namespaces). The
+// zero value is the filter of the full sandbox.
+type filterOptions struct {
+	// NoNetwork refuses inet, inet6 and netlink sockets: without a network
+	// namespace of its own, a command would reach the host's network.
+	NoNetwork bool `json:"no_network,omitempty"`
+	// NoUnixSocket refuses socket(AF_UNIX), and socketpair but for stream
+	// and seqpacket pairs: below Landlock ABI 9, nothing else keeps a
+	// command from the host's named unix sockets (an agent's, docker's,
+	// tmux's, the session bus), and without a network namespace from its
+	// abstract ones below ABI 6. A datagram pair could send to any named
+	// socket (sendto with an address); a stream or seqpacket one cannot.
+	NoUnixSocket bool `json:"no_unix_socket,omitempty"`
+	// NoTruncate refuses truncate(2): below Landlock ABI 3 nothing else
+	// keeps a command from truncating, by its name, a file of the caller's
+	// outside the writable paths. (open with O_TRUNC needs the right to
+	// write, which Landlock checks at every ABI.)
+	NoTruncate bool `json:"no_truncate,omitempty"`
+}
+
 // seccompProgram returns the classic BPF program of the command's syscall
-// filter for the running architecture (runtime.GOARCH: amd64 or arm64). Pure:
-// no syscalls.
-func seccompProgram() ([]unix.SockFilter, error) {
+// filter for the running architecture (runtime.GOARCH: amd64 or arm64), with
+// what o adds. Pure: no syscalls.
+func seccompProgram(o filterOptions) ([]unix.SockFilter, error) {
 	if nativeSeccomp == nil {
 		return nil, fmt.Errorf("seccomp: no reviewed syscall table for linux/%s: %w", runtime.GOARCH, ErrUnsupported)
 	}
-	return bpfAssemble(nativeSeccomp.program())
+	return bpfAssemble(nativeSeccomp.program(o))
 }
 
 // installSeccomp installs that filter with SECCOMP_FILTER_FLAG_TSYNC, so it
 // holds on every thread of the process. The caller has already set
 // no_new_privs on the calling thread (TSYNC sets it on the others); it is the
 // last thing done before execve, on a goroutine locked to its OS thread.
-func installSeccomp() error {
-	prog, err := seccompProgram()
+func installSeccomp(o filterOptions) error {
+	prog, err := seccompProgram(o)
 	if err != nil {
 		return err
 	}
@@ -191,7 +222,7 @@ func installSeccomp() error {
 }
 
 // program lays the filter out as described at the top of this file.
-func (a *seccompArch) program() []bpfInsn {
+func (a *seccompArch) program(o filterOptions) []bpfInsn {
 	p := []bpfInsn{
 		bpfLoad(seccompDataArch),
 		{code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, k: a.auditArch, jt: 1},
@@ -227,17 +258,48 @@ func (a *seccompArch) program() []bpfInsn {
 		bpfArgIn(1, []uint32{unix.TIOCSTI, unix.TIOCLINUX}, bpfErrno(unix.EPERM), bpfAllow()))...)
 	p = append(p, bpfOnSyscall(a.personality,
 		bpfArgIn(0, []uint32{0, personaQuery}, bpfAllow(), bpfErrno(unix.EPERM)))...)
-	p = append(p, bpfOnSyscall(a.socket, seccompSocketFamilies())...)
-	p = append(p, bpfOnSyscall(a.socketpair, seccompSocketFamilies())...)
+	p = append(p, bpfOnSyscall(a.socket, seccompSocketFamilies(o, o.NoUnixSocket))...)
+	pairs := seccompSocketFamilies(o, false)
+	if o.NoUnixSocket {
+		// socketpair makes unix pairs only; their type (argument 1, with
+		// SOCK_NONBLOCK and SOCK_CLOEXEC above SOCK_TYPE_MASK) must be
+		// stream or seqpacket.
+		stream := append([]bpfInsn{
+			bpfLoad(seccompArgLow(1)),
+			{code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, k: sockTypeMask},
+		}, bpfIn([]uint32{unix.SOCK_STREAM, unix.SOCK_SEQPACKET}, bpfAllow(), bpfErrno(unix.EAFNOSUPPORT))...)
+		pairs = bpfArgIn(0, []uint32{unix.AF_UNIX}, stream, pairs)
+	}
+	p = append(p, bpfOnSyscall(a.socketpair, pairs)...)
+	if o.NoTruncate {
+		p = append(p, bpfOnSyscall(a.truncate, bpfErrno(unix.EPERM))...)
+	}
 	return append(p, bpfAllow()...)
 }
 
-// seccompSocketFamilies checks socket's or socketpair's family (argument 0) and, for
-// inet and inet6, protocol (argument 2).
-func seccompSocketFamilies() []bpfInsn {
-	inet := bpfArgIn(2, []uint32{unix.IPPROTO_MPTCP}, bpfErrno(unix.EPROTONOSUPPORT), bpfAllow())
-	return bpfArgIn(0, []uint32{unix.AF_UNIX, unix.AF_NETLINK}, bpfAllow(),
-		bpfArgIn(0, []uint32{unix.AF_INET, unix.AF_INET6}, inet, bpfErrno(unix.EAFNOSUPPORT)))
+// sockTypeMask is SOCK_TYPE_MASK: the bits of a socket type below its
+// flags.
+const sockTypeMask = 0xf
+
+// seccompSocketFamilies checks socket's or socketpair's family (argument 0)
+// and, for inet and inet6, protocol (argument 2): o.NoNetwork refuses inet,
+// inet6 and netlink, and noUnix unix.
+func seccompSocketFamilies(o filterOptions, noUnix bool) []bpfInsn {
+	refuse := bpfErrno(unix.EAFNOSUPPORT)
+	var direct []uint32
+	if !noUnix {
+		direct = append(direct, unix.AF_UNIX)
+	}
+	rest := refuse
+	if !o.NoNetwork {
+		direct = append(direct, unix.AF_NETLINK)
+		inet := bpfArgIn(2, []uint32{unix.IPPROTO_MPTCP}, bpfErrno(unix.EPROTONOSUPPORT), bpfAllow())
+		rest = bpfArgIn(0, []uint32{unix.AF_INET, unix.AF_INET6}, inet, refuse)
+	}
+	if len(direct) == 0 {
+		return rest
+	}
+	return bpfArgIn(0, direct, bpfAllow(), rest)
 }
 
 // bpfInsn is a classic BPF instruction whose jump offsets are not yet bounded
@@ -277,7 +339,13 @@ func bpfOnSyscall(nr uint32, body []bpfInsn) []bpfInsn {
 // bpfArgIn loads the low half of argument i: then runs when it is one of values,
 // otherwise when not.
 func bpfArgIn(i int, values []uint32, then, otherwise []bpfInsn) []bpfInsn {
-	p := []bpfInsn{bpfLoad(seccompArgLow(i))}
+	return append([]bpfInsn{bpfLoad(seccompArgLow(i))}, bpfIn(values, then, otherwise)...)
+}
+
+// bpfIn runs then when the accumulator is one of values, otherwise when
+// not.
+func bpfIn(values []uint32, then, otherwise []bpfInsn) []bpfInsn {
+	var p []bpfInsn
 	for j, v := range values {
 		// A match skips the values left and otherwise; a mismatch tries the
 		// next value, and the last falls into otherwise.

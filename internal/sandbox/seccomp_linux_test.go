@@ -99,6 +99,8 @@ func runSeccomp(t *testing.T, prog []unix.SockFilter, d seccompData) seccompActi
 			jump(acc > in.K)
 		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
 			jump(acc&in.K != 0)
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			acc &= in.K
 		case unix.BPF_RET | unix.BPF_K:
 			return seccompAction(in.K)
 		default:
@@ -111,7 +113,7 @@ func runSeccomp(t *testing.T, prog []unix.SockFilter, d seccompData) seccompActi
 
 func mustSeccompProgram(t *testing.T) []unix.SockFilter {
 	t.Helper()
-	prog, err := seccompProgram()
+	prog, err := seccompProgram(filterOptions{})
 	if err != nil {
 		t.Fatalf("seccompProgram: %v", err)
 	}
@@ -389,6 +391,63 @@ func TestSeccompProgramModes(t *testing.T) {
 
 // TestSeccompProgramAllowsTheRest walks every reviewed number with zero
 // arguments: only the listed syscalls may be refused.
+// TestSeccompProgramWithoutNamespaces: the options of the filter without
+// namespaces refuse what the namespaces kept from commands, and the zero
+// options are the full sandbox's filter.
+func TestSeccompProgramWithoutNamespaces(t *testing.T) {
+	stream, seqpacket, dgram := uint64(unix.SOCK_STREAM), uint64(unix.SOCK_SEQPACKET), uint64(unix.SOCK_DGRAM)
+	flags := uint64(unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK)
+	eaf := actErrno(unix.EAFNOSUPPORT)
+	for _, tt := range []struct {
+		name string
+		o    filterOptions
+		data seccompData
+		want seccompAction
+	}{
+		{"full: unix socket", filterOptions{}, nativeCall(unix.SYS_SOCKET, unix.AF_UNIX, stream), actAllow},
+		{"full: inet socket", filterOptions{}, nativeCall(unix.SYS_SOCKET, unix.AF_INET, stream), actAllow},
+		{"full: netlink socket", filterOptions{}, nativeCall(unix.SYS_SOCKET, unix.AF_NETLINK, dgram), actAllow},
+		{"full: datagram pair", filterOptions{}, nativeCall(unix.SYS_SOCKETPAIR, unix.AF_UNIX, dgram), actAllow},
+		{"full: truncate", filterOptions{}, nativeCall(unix.SYS_TRUNCATE), actAllow},
+
+		{"no network: inet", filterOptions{NoNetwork: true}, nativeCall(unix.SYS_SOCKET, unix.AF_INET, stream), eaf},
+		{"no network: inet6", filterOptions{NoNetwork: true}, nativeCall(unix.SYS_SOCKET, unix.AF_INET6, dgram), eaf},
+		{"no network: netlink", filterOptions{NoNetwork: true}, nativeCall(unix.SYS_SOCKET, unix.AF_NETLINK, dgram), eaf},
+		{"no network: packet", filterOptions{NoNetwork: true}, nativeCall(unix.SYS_SOCKET, unix.AF_PACKET, dgram), eaf},
+		{"no network: unix", filterOptions{NoNetwork: true}, nativeCall(unix.SYS_SOCKET, unix.AF_UNIX, stream), actAllow},
+		{"no network: unix, high bits", filterOptions{NoNetwork: true}, nativeCall(unix.SYS_SOCKET, 1<<32|unix.AF_INET, stream), eaf},
+
+		{"no unix: socket", filterOptions{NoUnixSocket: true}, nativeCall(unix.SYS_SOCKET, unix.AF_UNIX, stream), eaf},
+		{"no unix: inet still", filterOptions{NoUnixSocket: true}, nativeCall(unix.SYS_SOCKET, unix.AF_INET, stream), actAllow},
+		{"no unix: stream pair", filterOptions{NoUnixSocket: true}, nativeCall(unix.SYS_SOCKETPAIR, unix.AF_UNIX, stream|flags), actAllow},
+		{"no unix: seqpacket pair", filterOptions{NoUnixSocket: true}, nativeCall(unix.SYS_SOCKETPAIR, unix.AF_UNIX, seqpacket), actAllow},
+		{"no unix: datagram pair", filterOptions{NoUnixSocket: true}, nativeCall(unix.SYS_SOCKETPAIR, unix.AF_UNIX, dgram|flags), eaf},
+		{"no unix: raw pair", filterOptions{NoUnixSocket: true}, nativeCall(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_RAW), eaf},
+		{"no unix, no network: socket", filterOptions{NoUnixSocket: true, NoNetwork: true}, nativeCall(unix.SYS_SOCKET, unix.AF_UNIX, stream), eaf},
+		{"no unix, no network: inet", filterOptions{NoUnixSocket: true, NoNetwork: true}, nativeCall(unix.SYS_SOCKET, unix.AF_INET, stream), eaf},
+		{"no unix, no network: stream pair", filterOptions{NoUnixSocket: true, NoNetwork: true}, nativeCall(unix.SYS_SOCKETPAIR, unix.AF_UNIX, stream), actAllow},
+
+		{"no truncate", filterOptions{NoTruncate: true}, nativeCall(unix.SYS_TRUNCATE), actErrno(unix.EPERM)},
+		{"no truncate: ftruncate", filterOptions{NoTruncate: true}, nativeCall(unix.SYS_FTRUNCATE), actAllow},
+		{"every option: ptrace still", filterOptions{NoNetwork: true, NoUnixSocket: true, NoTruncate: true}, nativeCall(unix.SYS_PTRACE), actErrno(unix.EPERM)},
+		{"every option: write", filterOptions{NoNetwork: true, NoUnixSocket: true, NoTruncate: true}, nativeCall(unix.SYS_WRITE), actAllow},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := seccompProgram(tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := runSeccomp(t, prog, tt.data); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	full, _ := seccompProgram(filterOptions{})
+	if got := mustSeccompProgram(t); len(got) != len(full) {
+		t.Errorf("the zero options changed the filter")
+	}
+}
+
 func TestSeccompProgramAllowsTheRest(t *testing.T) {
 	prog := mustSeccompProgram(t)
 	want := map[uint32]seccompAction{
@@ -429,7 +488,7 @@ func TestSeccompProgramUnsupportedArch(t *testing.T) {
 	saved := nativeSeccomp
 	t.Cleanup(func() { nativeSeccomp = saved })
 	nativeSeccomp = nil
-	_, err := seccompProgram()
+	_, err := seccompProgram(filterOptions{})
 	if !errors.Is(err, ErrUnsupported) {
 		t.Errorf("got %v, want %v", err, ErrUnsupported)
 	}
@@ -508,7 +567,7 @@ func TestSeccompInstall(t *testing.T) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		t.Fatalf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
 	}
-	if err := installSeccomp(); err != nil {
+	if err := installSeccomp(filterOptions{}); err != nil {
 		t.Fatalf("installSeccomp: %v", err)
 	}
 	if tid := unix.Gettid(); tid == otherTid {
@@ -726,7 +785,7 @@ func TestSeccompKillsForeignABI(t *testing.T) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		t.Fatalf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
 	}
-	if err := installSeccomp(); err != nil {
+	if err := installSeccomp(filterOptions{}); err != nil {
 		t.Fatalf("installSeccomp: %v", err)
 	}
 	for _, name := range []string{"i386", "x32"} {

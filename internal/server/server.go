@@ -26,11 +26,11 @@ const shutdownGrace = 3 * time.Second
 const progressInterval = time.Second
 
 // Runner runs one command in the sandbox and reports how it ended, and
-// says what holds each limit (for the tool's description), as a
-// [*sandbox.Sandbox] does; tests bring their own.
+// says where it holds less than the policy (for the tool's description),
+// as a [*sandbox.Sandbox] does; tests bring their own.
 type Runner interface {
 	Run(ctx context.Context, c *sandbox.Command) (sandbox.Result, error)
-	Mechanisms() sandbox.Mechanisms
+	Caveats() string
 }
 
 // handler runs calls of run_command.
@@ -58,7 +58,7 @@ func New(ctx context.Context, sb Runner, pol *policy.Policy, version string, log
 		Logger:       log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	s.AddTool(tool(pol, sb.Mechanisms()), h.handle)
+	s.AddTool(tool(pol, sb.Caveats()), h.handle)
 	return s, h
 }
 

@@ -52,7 +52,7 @@ func (f runnerFunc) Run(ctx context.Context, c *sandbox.Command) (sandbox.Result
 	return f(ctx, c)
 }
 
-func (runnerFunc) Mechanisms() sandbox.Mechanisms { return sandbox.Mechanisms{} }
+func (runnerFunc) Caveats() string { return "" }
 
 // unreachable is a Runner for servers whose calls must all end before
 // they run: t fails if one reaches it.
@@ -306,10 +306,10 @@ func TestResult(t *testing.T) {
 // the model is told what is not counted; a cgroup's limit needs no words.
 func TestDescriptionSaysWhatRlimitsMiss(t *testing.T) {
 	p := testPolicy(t)
-	if got := tool(p, sandbox.Mechanisms{Memory: sandbox.ByCgroup}).Description; got != p.Describe() {
+	if got := tool(p, sandbox.Mechanisms{Memory: sandbox.ByCgroup}.Caveats()).Description; got != p.Describe() {
 		t.Errorf("with a cgroup: got %q, want the policy alone", got)
 	}
-	got := tool(p, sandbox.Mechanisms{Memory: sandbox.ByRlimit}).Description
+	got := tool(p, sandbox.Mechanisms{Memory: sandbox.ByRlimit}.Caveats()).Description
 	for _, want := range []string{"\nMemory is limited per process", "memfd", "pipe and socket buffers", "kernel memory"} {
 		if !strings.HasPrefix(got, p.Describe()) || !strings.Contains(got, want) {
 			t.Errorf("with rlimits: got %q, want the policy, then %q", got, want)

@@ -5,7 +5,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
-	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox"
 )
 
 const toolName = "run_command"
@@ -86,12 +85,13 @@ func outputSchema() *jsonschema.Schema {
 }
 
 // tool describes run_command, with the effective policy in its description
-// so the model does not have to probe, and where a limit is held more
-// weakly than its value says (mech), how.
-func tool(p *policy.Policy, mech sandbox.Mechanisms) *mcp.Tool {
+// so the model does not have to probe, and where the sandbox holds it more
+// weakly than it says (caveats: a limit, a missing layer, the reduced
+// mode), how.
+func tool(p *policy.Policy, caveats string) *mcp.Tool {
 	desc := p.Describe()
-	if c := mech.Caveats(); c != "" {
-		desc += "\n" + c
+	if caveats != "" {
+		desc += "\n" + caveats
 	}
 	openWorld := p.HostNetwork || len(p.AllowNet) > 0
 	return &mcp.Tool{
