@@ -207,15 +207,23 @@ func restrictLandlock(abi int, r landlockRules) error {
 	defer unix.Close(ruleset)
 
 	for _, g := range []struct {
-		paths  []string
-		access uint64
+		paths    []string
+		access   uint64
+		readOnly bool
 	}{
-		{r.ReadOnly, a.readOnly},
-		{r.Writable, a.writable},
-		{r.Devices, a.devices},
+		{r.ReadOnly, a.readOnly, true},
+		{r.Writable, a.writable, false},
+		{r.Devices, a.devices, false},
 	} {
 		for _, path := range g.paths {
-			if err := landlockAddRule(ruleset, path, g.access); err != nil {
+			err := landlockAddRule(ruleset, path, g.access, g.readOnly)
+			if g.readOnly && errors.Is(err, errGone) {
+				// Listed when the server started (the sandbox without
+				// namespaces lists the system's trees entry by entry),
+				// gone or made a symlink since: it grants nothing.
+				continue
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -232,13 +240,26 @@ func restrictLandlock(abi int, r landlockRules) error {
 	return nil
 }
 
+// errGone marks a read-only path that no longer exists, or whose last
+// element is now a symlink, which a read-only rule skips.
+var errGone = errors.New("gone since it was listed")
+
 // landlockAddRule grants access beneath path, or on path alone when it is not
-// a directory (then only the rights that apply to a file are kept).
-func landlockAddRule(ruleset int, path string, access uint64) error {
+// a directory (then only the rights that apply to a file are kept). A
+// read-only path is opened without following a symlink in its last
+// element: one that is missing or a symlink now is errGone.
+func landlockAddRule(ruleset int, path string, access uint64, readOnly bool) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("landlock_add_rule %q: not an absolute path", path)
 	}
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	flags := unix.O_PATH | unix.O_CLOEXEC
+	if readOnly {
+		flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Open(path, flags, 0)
+	if readOnly && errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("landlock_add_rule %q: %w: %w", path, errGone, err)
+	}
 	if err != nil {
 		return fmt.Errorf("landlock_add_rule %q: open: %w", path, err)
 	}
@@ -246,6 +267,9 @@ func landlockAddRule(ruleset int, path string, access uint64) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("landlock_add_rule %q: fstat: %w", path, err)
+	}
+	if readOnly && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return fmt.Errorf("landlock_add_rule %q: %w: a symlink", path, errGone)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		access &= landlockFileAccess

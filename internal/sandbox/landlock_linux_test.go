@@ -414,3 +414,57 @@ func landlockExec(name string, args ...string) error {
 	}
 	return nil
 }
+
+// TestLandlockListedEntryGone: the sandbox without namespaces grants reads
+// entry by entry, listed when the server started. An entry removed since
+// grants nothing and fails no call; one replaced by a symlink grants
+// nothing either, not what it points to now.
+func TestLandlockListedEntryGone(t *testing.T) {
+	sandboxtest.Require(t, "landlock")
+	if !sandboxtest.RunInSubprocess(t) {
+		return
+	}
+	dir := t.TempDir()
+	kept, gone, secret := filepath.Join(dir, "kept"), filepath.Join(dir, "gone"), filepath.Join(dir, "secret")
+	swapped := filepath.Join(dir, "swapped")
+	for _, d := range []string{kept, gone, secret, swapped} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte(d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// After the listing: one entry removed, one turned into a symlink to
+	// a directory that was never listed.
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(swapped); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, swapped); err != nil {
+		t.Fatal(err)
+	}
+	thread := startLandlockThread(t)
+	err := thread.do(func() error {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return err
+		}
+		return restrictLandlock(landlockABI(), landlockRules{ReadOnly: []string{kept, gone, swapped}})
+	})
+	if err != nil {
+		t.Fatalf("restrictLandlock with a listed entry gone: %v", err)
+	}
+	read := func(p string) error {
+		return thread.do(func() error { _, err := os.ReadFile(p); return err })
+	}
+	if err := read(filepath.Join(kept, "f")); err != nil {
+		t.Errorf("the entry still there: %v, want it readable", err)
+	}
+	for _, p := range []string{filepath.Join(secret, "f"), filepath.Join(swapped, "f")} {
+		if err := read(p); !errors.Is(err, unix.EACCES) {
+			t.Errorf("read %s: %v, want EACCES (a symlink put in a listed entry's place grants nothing)", p, err)
+		}
+	}
+}
