@@ -26,9 +26,8 @@ var (
 	// dynamicWhy saying why there is none.
 	dynamicBin, dynamicWhy string
 	// noLandlockBin is a test build with Landlock switched off (-tags
-	// nanosandbox_nolandlock), or "" with noLandlockWhy saying why there
-	// is none.
-	noLandlockBin, noLandlockWhy string
+	// nanosandbox_nolandlock); "" when binaries were given without one.
+	noLandlockBin string
 
 	sourcesOnce sync.Once
 )
