@@ -26,7 +26,7 @@ func TestEscapeYes(t *testing.T) {
 		marker := uniqueMarker(t)
 		ch := s.callAsync(context.Background(), map[string]any{"command": "sh", "args": []string{"-c",
 			`D="${TMPDIR:-/tmp}"; cp "$(command -v yes)" "$D/$1$2" && exec "$D/$1$2"`, "sh", marker[:4], marker[4:]}})
-		waitRunning(t, marker, 20*time.Second)
+		waitRunningCall(t, marker, 20*time.Second, ch)
 		// While yes runs, the server answers.
 		if err := s.Ping(context.Background(), nil); err != nil {
 			t.Errorf("ping while yes runs: %v", err)
@@ -125,7 +125,7 @@ func TestEscapeDaemon(t *testing.T) {
 		s := e.serve()
 		marker := uniqueMarker(t)
 		ch := s.callAsync(context.Background(), args(marker, forGate))
-		waitRunning(t, marker, wait)
+		waitRunningCall(t, marker, wait, ch)
 		e.write(".go", "", 0o644)
 		r := <-ch
 		if r.err != nil || r.res.IsError {
@@ -139,7 +139,7 @@ func TestEscapeDaemon(t *testing.T) {
 		s := e.serve("--timeout", "3s")
 		marker := uniqueMarker(t)
 		ch := s.callAsync(context.Background(), args(marker, `sleep 600`))
-		waitRunning(t, marker, wait)
+		waitRunningCall(t, marker, wait, ch)
 		r := <-ch
 		if r.err != nil || !r.res.IsError || !decode(t, r.res).TimedOut {
 			t.Errorf("call past --timeout: %v %+v, want a timed-out result", r.err, r.res)
@@ -154,7 +154,7 @@ func TestEscapeDaemon(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		ch := s.callAsync(ctx, args(marker, `sleep 600`))
-		waitRunning(t, marker, wait)
+		waitRunningCall(t, marker, wait, ch)
 		cancel()
 		if r := <-ch; !errors.Is(r.err, context.Canceled) {
 			t.Errorf("cancelled call: %v, want context.Canceled", r.err)
@@ -167,7 +167,7 @@ func TestEscapeDaemon(t *testing.T) {
 		s := e.serve()
 		marker := uniqueMarker(t)
 		ch := s.callAsync(context.Background(), args(marker, `sleep 600`))
-		waitRunning(t, marker, wait)
+		waitRunningCall(t, marker, wait, ch)
 		s.cmd.Process.Kill()
 		<-ch
 		waitGone(t, marker, wait)

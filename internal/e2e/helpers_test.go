@@ -297,6 +297,28 @@ func waitRunning(t *testing.T, marker string, d time.Duration) {
 	}
 }
 
+// waitRunningCall is waitRunning for a marker program a call starts: a
+// call that ends before the program shows fails the test with its result.
+func waitRunningCall(t *testing.T, marker string, d time.Duration, ch <-chan asyncResult) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for len(daemonsWith(marker)) == 0 {
+		select {
+		case r := <-ch:
+			var out any
+			if r.err == nil {
+				out = r.res.StructuredContent
+			}
+			t.Fatalf("the call ended before the test saw %s run: %v %+v", marker, r.err, out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/tmp/%s never started", marker)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // setsid is a shell prefix that runs the rest in a session of its own:
 // util-linux's setsid, or on macOS, which has none, perl's.
 var setsid = map[bool]string{false: "setsid", true: `perl -MPOSIX -e "POSIX::setsid() or die; exec @ARGV"`}[runtime.GOOS == "darwin"]
