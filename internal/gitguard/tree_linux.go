@@ -55,11 +55,13 @@ type event struct {
 	name string
 }
 
-// maxWatched is the most directories the tree watches; past it the guard
+// watchLimit is the most directories the tree watches; past it the guard
 // walks instead. Each watch costs the kernel about 1 KiB, and the user's
 // other tools (editors, file watchers) share the per-user limit: at most
-// half of it, and never more than 500,000.
-var maxWatched = func() int {
+// half of it, and never more than 500,000. It is read once, when a tree is
+// first made, not at start: the sandbox's own processes are this binary
+// again and watch nothing.
+var watchLimit = sync.OnceValue(func() int {
 	n := 500_000
 	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
 		if k, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && k/2 < n {
@@ -67,7 +69,18 @@ var maxWatched = func() int {
 		}
 	}
 	return n
-}()
+})
+
+// maxWatched, when above 0, stands in for watchLimit (tests set it).
+var maxWatched int
+
+// maxWatches is the most directories the tree watches.
+func maxWatches() int {
+	if maxWatched > 0 {
+		return maxWatched
+	}
+	return watchLimit()
+}
 
 // maxPending bounds events queued between two refreshes.
 const maxPending = 1 << 20
@@ -104,8 +117,8 @@ func (t *tree) build() error {
 }
 
 func (t *tree) visit(path string, fd int, id ident, flags, parentFlags uint8, _ []string) error {
-	if len(t.nodes) >= maxWatched {
-		return fmt.Errorf("%w: more than %d directories", errNoWatch, maxWatched)
+	if n := maxWatches(); len(t.nodes) >= n {
+		return fmt.Errorf("%w: more than %d directories", errNoWatch, n)
 	}
 	wd, err := unix.InotifyAddWatch(t.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
 	if err != nil {

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -279,20 +278,23 @@ func (h *helper) finish(er *exitReport) {
 	})
 }
 
-// isStatic reports whether this binary runs without an ELF interpreter. It
-// reads /proc/self/exe, so it runs before enterScratch.
+// isStatic reports whether this binary runs without an ELF interpreter:
+// the kernel then gives it no interpreter's base address (AT_BASE 0 in its
+// auxiliary vector), which the Go runtime keeps. Where the vector cannot be
+// read it answers false, the later, always-working order. (It read the
+// binary's program headers before, a file parse at every helper start.)
 func isStatic() bool {
-	f, err := elf.Open("/proc/self/exe")
+	const atBase = 7 // AT_BASE, linux/auxvec.h
+	auxv, err := unix.Auxv()
 	if err != nil {
-		return false // the later, always-working order
+		return false
 	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return false
+	for _, kv := range auxv {
+		if kv[0] == atBase {
+			return kv[1] == 0
 		}
 	}
-	return true
+	return false
 }
 
 // startExecStage starts the exec stage in a nested user namespace that maps

@@ -19,16 +19,20 @@ import (
 // policy denies, a program that is not found but is installed in a hidden
 // directory, a name lookup or connection refused with the network off.
 // Never on an ordinary failure (false, grep with no match, a failing test).
+//
+// The expressions are compiled at their first use, not at start: every
+// process of the sandbox is this binary again, and none of them but the
+// server needs them.
 
 var (
 	// A path the kernel refused to write: shell, coreutils, Python, Node.
-	readOnlyRe = regexp.MustCompile(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))[^\n]*?(?:Read-only file system|EROFS)|(?:Read-only file system|EROFS)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))`)
+	readOnlyRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))[^\n]*?(?:Read-only file system|EROFS)|(?:Read-only file system|EROFS)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))`)
 	// A path that is not there.
-	missingRe = regexp.MustCompile(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))[^\n]*?(?:No such file or directory|ENOENT)|(?:No such file or directory|ENOENT)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))`)
+	missingRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))[^\n]*?(?:No such file or directory|ENOENT)|(?:No such file or directory|ENOENT)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))`)
 	// A shell or env that did not find a program.
-	notFoundRe = regexp.MustCompile(`(?m)(?:^|: )([A-Za-z0-9._+-]+): (?:command )?not found|env: '?([A-Za-z0-9._+-]+)'?: No such file or directory`)
+	notFoundRe = lazyRegexp(`(?m)(?:^|: )([A-Za-z0-9._+-]+): (?:command )?not found|env: '?([A-Za-z0-9._+-]+)'?: No such file or directory`)
 	// Name lookups and connections with no network.
-	offlineRe = regexp.MustCompile(`(?i)temporary failure in name resolution|could not resolve host|name or service not known|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|network is unreachable|ENETUNREACH|no such host|failed to resolve|nodename nor servname`)
+	offlineRe = lazyRegexp(`(?i)temporary failure in name resolution|could not resolve host|name or service not known|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|network is unreachable|ENETUNREACH|no such host|failed to resolve|nodename nor servname`)
 )
 
 // denialNotes explains the denials the output and error show.
@@ -43,20 +47,20 @@ func (h *handler) denialNotes(stdout, stderr string, runErr error) []string {
 		}
 	}
 	add(gitRefusalNote(out))
-	for _, p := range matches(readOnlyRe, out) {
+	for _, p := range matches(readOnlyRe(), out) {
 		add(h.readOnlyNote(p))
 	}
-	for _, p := range matches(missingRe, out) {
+	for _, p := range matches(missingRe(), out) {
 		add(h.hiddenNote(p))
 	}
 	var se *sandbox.StartError
 	if errors.As(runErr, &se) && se.NotFound {
 		add(h.hiddenProgramNote(se.Path))
 	}
-	for _, m := range notFoundRe.FindAllStringSubmatch(out, 8) {
+	for _, m := range notFoundRe().FindAllStringSubmatch(out, 8) {
 		add(h.hiddenProgramNote(m[1] + m[2]))
 	}
-	if offlineRe.MatchString(out) {
+	if offlineRe().MatchString(out) {
 		add(h.offlineNote())
 	}
 	return notes

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"regexp"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -10,12 +11,12 @@ import (
 // what the sandbox keeps read-only for git's sake: a repository's config
 // (git config, git remote add, husky install) or its hooks. Linux's mounts
 // answer EROFS or EBUSY, macOS's Seatbelt EPERM.
-var gitRefused = regexp.MustCompile(`config file[^\n]*(Read-only file system|Device or resource busy|Operation not permitted)|\.git/(config|hooks|commondir)[^\n]*(Read-only file system|Device or resource busy|Operation not permitted)`)
+var gitRefused = lazyRegexp(`config file[^\n]*(Read-only file system|Device or resource busy|Operation not permitted)|\.git/(config|hooks|commondir)[^\n]*(Read-only file system|Device or resource busy|Operation not permitted)`)
 
 // gitRefusalNote explains such a failure in one line the model can act on,
 // or is "".
 func gitRefusalNote(output string) string {
-	if !gitRefused.MatchString(output) {
+	if !gitRefused().MatchString(output) {
 		return ""
 	}
 	return "git: a repository's config and hooks are read-only inside the sandbox, because the user's own git runs what they say; ask the user to make this change outside the sandbox (or to allow it with --writable PATH when starting the server)"
@@ -46,4 +47,10 @@ func binaryNote(stream string, n int) string {
 		what = "1 byte that is"
 	}
 	return fmt.Sprintf("%s held %s not UTF-8, shown as U+FFFD; to see them, pipe the output through base64 or od -c", stream, what)
+}
+
+// lazyRegexp returns a function that compiles expr the first time it is
+// called, and returns the same expression from then on.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

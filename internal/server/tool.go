@@ -1,6 +1,8 @@
 package server
 
 import (
+	"slices"
+
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -64,14 +66,16 @@ func inputSchema() *jsonschema.Schema {
 				Description: "Text fed to its standard input, which is then closed. If absent, it reads end-of-file at once.",
 			},
 		},
-		PropertyOrder:        []string{argCommand, argArgs, argStdin},
+		PropertyOrder:        slices.Clone(inputKeys),
 		Required:             []string{argCommand},
 		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 	}
 }
 
-// inputKeys are run_command's arguments, in the schema's order.
-var inputKeys = inputSchema().PropertyOrder
+// inputKeys are run_command's arguments, in the schema's order. (A list,
+// not the schema's: building a schema at start would cost every process of
+// the sandbox, which is this binary again.)
+var inputKeys = []string{argCommand, argArgs, argStdin}
 
 func boolPtr(b bool) *bool { return &b }
 
