@@ -40,17 +40,21 @@ class Reply:
             return ("tool error: " + self.text())[:300]
         return None
 
-    def text(self):
-        """The text the tool returned (its text content items, joined)."""
+    def texts(self):
+        """The text content items the tool returned."""
         res = (self.msg or {}).get("result") or {}
-        return "".join(c.get("text", "") for c in res.get("content", []) if c.get("type") == "text")
+        return [c.get("text", "") for c in res.get("content", []) if c.get("type") == "text"]
+
+    def text(self):
+        """The text the tool returned, its items one per line."""
+        return "\n".join(self.texts())
 
     def text_bytes(self):
         """The size of the text the tool returned, in bytes; for a line too
         long to parse, the size of the line."""
         if self.msg is None:
             return self.line_bytes
-        return len(self.text().encode())
+        return sum(len(t.encode()) for t in self.texts())
 
 
 class Session:
