@@ -797,8 +797,11 @@ class Bench:
         w("")
         w("| machine | |")
         w("|---|---|")
-        for k in ("os", "kernel", "cpu", "cores", "memory", "virtualization", "load_start", "load_end", "versions"):
-            w("| %s | %s |" % (k.replace("_", " "), m.get(k, "?")))
+        m["ours"] = o.ours_version
+        m["peers"] = self.peer_versions()
+        for k in ("os", "kernel", "cpu", "cores", "memory", "virtualization", "load_start", "load_end", "ours",
+                  "peers", "tools"):
+            w("| %s | %s |" % (k.replace("_", " "), m.get(k) or "–"))
         w("")
         counts_src = "getrusage and /proc/stat (see the notes)"
         if not self.perf_problem:
@@ -871,6 +874,19 @@ class Bench:
                 w("- %s: %s" % (where, text))
             w("")
         return "\n".join(out)
+
+    def peer_versions(self):
+        out = []
+        for label, argv in (("bwrap", ["bwrap", "--version"]), ("firejail", ["firejail", "--version"])):
+            if any(t.name == label for t in self.oneshots):
+                out.append(first_line(argv))
+        for pkg in ("@anthropic-ai/sandbox-runtime", "@openai/codex-shell-tool-mcp", "@openai/codex", "mcp-server-commands"):
+            try:
+                with open(os.path.join(self.opt.npm_prefix or "", "node_modules", pkg, "package.json")) as f:
+                    out.append("%s %s" % (pkg, json.load(f)["version"]))
+            except (OSError, ValueError, KeyError):
+                pass
+        return "; ".join(v for v in out if v)
 
     def table(self, w, names, cols, ours):
         r = self.res
@@ -955,8 +971,7 @@ def describe():
         mem = int(f.readline().split()[1]) * 1024
     versions = []
     for label, argv in (("go", ["go", "version"]), ("node", ["node", "--version"]),
-                        ("python", [sys.executable, "--version"]), ("bwrap", ["bwrap", "--version"]),
-                        ("firejail", ["firejail", "--version"]), ("perf", ["perf", "--version"])):
+                        ("python", [sys.executable, "--version"]), ("perf", ["perf", "--version"])):
         if shutil.which(argv[0]):
             v = first_line(argv)
             if v:
@@ -965,7 +980,7 @@ def describe():
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "os": osname, "kernel": platform.release(), "cpu": cpu, "cores": str(os.cpu_count()),
         "memory": size(mem), "virtualization": ", ".join(virt) or "?", "load_start": loadavg(),
-        "versions": "; ".join(versions),
+        "tools": "; ".join(versions),
     }
 
 
@@ -986,6 +1001,7 @@ def main():
     p.add_argument("--yes-timeout", type=float, default=300)
     p.add_argument("--no-perf", action="store_true", help="count as where perf cannot run: getrusage, /proc/stat")
     p.add_argument("--command", default="bench/peers.sh", help="the command line to print in the report")
+    p.add_argument("--ours-version", help="what our binary was built from, for the report")
     p.add_argument("--out", help="also write the report to this file")
     opt = p.parse_args()
     if opt.smoke:

@@ -56,7 +56,10 @@ mkdir -p "$scratch/bin"
 CGO_ENABLED=0 go build -trimpath -o "$scratch/bin/nanosandbox-mcp" .
 chmod 755 "$scratch/bin" "$scratch/bin/nanosandbox-mcp"
 
-args=(--bin "$scratch/bin/nanosandbox-mcp" --scratch "$scratch/run" --command "bench/peers.sh${*:+ $*}")
+ours="commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+git diff --quiet HEAD 2>/dev/null || ours+=" with uncommitted changes"
+args=(--bin "$scratch/bin/nanosandbox-mcp" --scratch "$scratch/run" --command "bench/peers.sh${*:+ $*}"
+  --ours-version "$ours, built with CGO_ENABLED=0 -trimpath ($(stat -c %s "$scratch/bin/nanosandbox-mcp") bytes)")
 mkdir -p "$scratch/run"
 
 if ! $smoke; then
