@@ -555,20 +555,22 @@ class Bench:
                 for k, v in counts.items():
                     self.res.add("one." + k, t.name, rep, v)
 
-    def run_dd(self, rep, failed):
-        for t in rotated([t for t in self.dds if t.name not in failed], rep):
-            env = dict(t.env, LC_ALL="C")
-            t.rewind()
-            argv = t.argv(DD)
-            r = subprocess.run(argv, env=env, capture_output=True, text=True, pass_fds=t.pass_fds,
-                               stdin=subprocess.DEVNULL, timeout=300)
-            m = re.search(r"copied, ([0-9.e+-]+) s", r.stderr)
-            if r.returncode != 0 or not m:
-                failed[t.name] = "exit %d: %s" % (r.returncode, r.stderr.strip()[-300:])
-                self.res.note("dd.s", t.name, "failed: " + failed[t.name])
-                log("dd under %s failed: %s" % (t.name, failed[t.name]))
-                continue
-            self.res.add("dd.s", t.name, rep, float(m.group(1)))
+    def run_dd(self, rep, runs, failed):
+        for i in range(runs):
+            for t in rotated([t for t in self.dds if t.name not in failed], i + rep):
+                self.dd_once(t, rep, failed)
+
+    def dd_once(self, t, rep, failed):
+        t.rewind()
+        r = subprocess.run(t.argv(DD), env=dict(t.env, LC_ALL="C"), capture_output=True, text=True,
+                           pass_fds=t.pass_fds, stdin=subprocess.DEVNULL, timeout=300)
+        m = re.search(r"copied, ([0-9.e+-]+) s", r.stderr)
+        if r.returncode != 0 or not m:
+            failed[t.name] = "exit %d: %s" % (r.returncode, r.stderr.strip()[-300:])
+            self.res.note("dd.s", t.name, "failed: " + failed[t.name])
+            log("dd under %s failed: %s" % (t.name, failed[t.name]))
+            return
+        self.res.add("dd.s", t.name, rep, float(m.group(1)))
 
     # -- MCP
 
@@ -783,7 +785,7 @@ class Bench:
             log("repetition %d of %d: MCP calls" % (rep + 1, o.reps))
             self.run_mcp(rep, o.calls, o.bursts, o.count_calls, failed_mcp)
             log("repetition %d of %d: dd" % (rep + 1, o.reps))
-            self.run_dd(rep, failed_dd)
+            self.run_dd(rep, o.dd_runs, failed_dd)
         self.elapsed = time.time() - self.started
         self.machine["load_end"] = loadavg()
 
@@ -818,7 +820,10 @@ class Bench:
         w("### One-shot: a sandboxed `true` from the command line")
         w("")
         w("%d runs per tool and repetition, tools taking turns run by run; counts from %d more runs each under %s. "
-          "Ours runs `true`; the others `/bin/true` (srt would run `true` as bash's builtin)." % (o.runs, o.count_runs, counts_src))
+          "Ours runs `true`; the others `/bin/true` (srt would run `true` as bash's builtin). "
+          "CPU from getrusage comes from the timed runs and counts only the processes a tool waits for "
+          "(bwrap's first process exits without waiting for its pid-1 child); perf counts every task a run "
+          "creates." % (o.runs, o.count_runs, counts_src))
         w("")
         src = "perf" if not self.perf_problem else "getrusage, count runs"
         cols = [("one.wall", "wall ms", f2), ("one.cpu", "CPU ms (getrusage)", f2), ("one.cpu_ms", "CPU ms (%s)" % src, f2),
@@ -859,7 +864,8 @@ class Bench:
             self.table(w, names, cols, ours)
         w("### Inside the sandbox: 2,000,000 one-byte writes (`%s`)" % " ".join(DD))
         w("")
-        w("dd's own time (the loop, not the sandbox's start), one run per repetition; ratio to the same dd run directly.")
+        w("dd's own time (the loop, not the sandbox's start), %d runs per variant and repetition, taking turns; "
+          "ratio to the same dd run directly." % o.dd_runs)
         w("")
         w("| where | dd s | / direct | note |")
         w("|---|---|---|---|")
@@ -998,6 +1004,7 @@ def main():
     p.add_argument("--calls", type=int, default=100, help="MCP calls per server, mode and repetition")
     p.add_argument("--count-calls", type=int, default=20, help="MCP calls under perf per server and repetition")
     p.add_argument("--bursts", type=int, default=3, help="bursts of 50 concurrent calls per server and repetition")
+    p.add_argument("--dd-runs", type=int, default=3, help="dd runs per variant and repetition")
     p.add_argument("--yes-timeout", type=float, default=300)
     p.add_argument("--no-perf", action="store_true", help="count as where perf cannot run: getrusage, /proc/stat")
     p.add_argument("--command", default="bench/peers.sh", help="the command line to print in the report")
@@ -1005,7 +1012,7 @@ def main():
     p.add_argument("--out", help="also write the report to this file")
     opt = p.parse_args()
     if opt.smoke:
-        opt.reps = opt.runs = opt.count_runs = opt.calls = opt.count_calls = opt.bursts = 1
+        opt.reps = opt.runs = opt.count_runs = opt.calls = opt.count_calls = opt.bursts = opt.dd_runs = 1
     bench = Bench(opt)
     bench.run()
     text = bench.report()
