@@ -3,17 +3,18 @@
 # interleaved runs, repeated, with ratios ours / peer (docs/BENCHMARKS.md
 # holds the last table and how to read it).
 #
-#   bench/peers.sh [--reps N] [--runs N] [--calls N] ...   the full run (about 10 minutes)
+#   bench/peers.sh [--reps N] [--runs N] [--calls N] ...   the full run (about 6 minutes)
 #   bench/peers.sh --smoke                                 our own figures once, no peers
 #
-# The full run installs the peers, pinned: bubblewrap, firejail and
-# sandbox-runtime's dependencies (socat, ripgrep) and perf from Debian;
-# @openai/codex-shell-tool-mcp, mcp-server-commands and
-# @anthropic-ai/sandbox-runtime from npm into a private prefix, with
-# @openai/codex of the same version as codex-shell-tool-mcp for its Linux
-# sandbox helper, which that package does not ship. The smoke mode installs
-# nothing and fails only if a figure of ours has no number. Other options go
-# to bench/peers.py (--help lists them). Run as root; ours also runs as the
+# The full run installs the peers: bubblewrap, firejail, sandbox-runtime's
+# dependencies (socat, ripgrep) and perf from Debian, in the release's
+# versions (the table names them); @openai/codex-shell-tool-mcp,
+# mcp-server-commands and @anthropic-ai/sandbox-runtime from npm, pinned,
+# into a private prefix, with @openai/codex of codex-shell-tool-mcp's version
+# for its Linux sandbox helper, which that package does not ship. The smoke
+# mode installs nothing and fails only if a figure of ours has no number or
+# our sandbox let a probe write out of its workspace. Other options go to
+# bench/peers.py (--help lists them). Run as root; ours also runs as the
 # user nsbtest when it exists (--user NAME for another).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +30,12 @@ NPM_PEERS=(
 APT_PEERS=(bubblewrap:bwrap firejail:firejail socat:socat ripgrep:rg linux-perf:perf)
 
 smoke=false
-for a in "$@"; do [ "$a" = --smoke ] && smoke=true; done
+for a in "$@"; do
+  case $a in
+    --smoke) smoke=true ;;
+    -h | --help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; python3 bench/peers.py --help; exit 0 ;;
+  esac
+done
 [ "$(id -u)" = 0 ] || { echo "bench/peers.sh: run as root (the peers are installed, ours also runs as another user)" >&2; exit 2; }
 
 # Scratch: binaries, npm prefix, workspaces. firejail puts its own tmpfs on
