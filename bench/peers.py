@@ -599,6 +599,29 @@ class Bench:
             raise RuntimeError(problem)
         return dt
 
+    def measure_idle(self, rep, failed):
+        """Each server alone (PSS splits the pages it shares with another
+        process, such as a second server of the same binary): initialize,
+        one call, 1 s idle, then its tree's RSS and PSS."""
+        for srv in rotated(self.servers, rep):
+            if srv.name in failed:
+                continue
+            try:
+                s = self.start(srv, rep)
+            except Exception as e:
+                failed[srv.name] = str(e)[:300]
+                self.res.note("mem.rss", srv.name, "failed: " + failed[srv.name])
+                log("%s failed to start: %s" % (srv.name, e))
+                continue
+            try:
+                time.sleep(1)
+                rss, pss, n = tree_memory(s.pid)
+                self.res.add("mem.rss", srv.name, rep, rss)
+                self.res.add("mem.pss", srv.name, rep, pss)
+                self.res.add("mem.procs", srv.name, rep, n)
+            finally:
+                s.close()
+
     def run_mcp(self, rep, calls, bursts, count_calls, failed):
         sessions = {}
         try:
@@ -618,14 +641,6 @@ class Bench:
                 self.res.note(fig, srv.name, "failed: " + failed[srv.name])
                 log("%s: %s failed: %s" % (srv.name, fig, e))
                 active.remove(srv)
-
-            # Idle: after initialize and one call, 1 s.
-            time.sleep(1)
-            for srv in active:
-                rss, pss, n = tree_memory(sessions[srv.name].pid)
-                self.res.add("mem.rss", srv.name, rep, rss)
-                self.res.add("mem.pss", srv.name, rep, pss)
-                self.res.add("mem.procs", srv.name, rep, n)
 
             if rep == 0:
                 for srv in active:
@@ -783,6 +798,7 @@ class Bench:
             self.run_oneshots(rep, o.runs, failed_one)
             self.count_oneshots(rep, o.count_runs, failed_one)
             log("repetition %d of %d: MCP calls" % (rep + 1, o.reps))
+            self.measure_idle(rep, failed_mcp)
             self.run_mcp(rep, o.calls, o.bursts, o.count_calls, failed_mcp)
             log("repetition %d of %d: dd" % (rep + 1, o.reps))
             self.run_dd(rep, o.dd_runs, failed_dd)
@@ -851,6 +867,9 @@ class Bench:
                     ("mcp.conc_cpu_call", "CPU ms/call", f2)]
             self.table(w, names, cols, ours)
             w("### MCP: idle server tree after initialize and one call, 1 s later")
+            w("")
+            w("Each server alone, so that no second server of the same binary shares its pages (PSS divides a "
+              "shared page among the processes mapping it).")
             w("")
             cols = [("mem.rss", "RSS MiB", mib), ("mem.pss", "PSS MiB", mib), ("mem.procs", "processes", f0)]
             self.table(w, names, cols, ours)
