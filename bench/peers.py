@@ -146,6 +146,13 @@ def tree(pid):
     return out
 
 
+def threads(pid):
+    try:
+        return len(os.listdir("/proc/%d/task" % pid))
+    except OSError:
+        return 0
+
+
 def stat_fields(pid):
     with open("/proc/%d/stat" % pid) as f:
         data = f.read()
@@ -274,7 +281,25 @@ class PerfAttach:
         self.path = path
         self.proc = subprocess.Popen(["perf", "stat", "-x,", "-o", path, "-p", ",".join(map(str, pids)), *PERF_EVENTS],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)  # perf has opened its counters by then
+        # Counting starts once perf has opened its counters, one per event and thread.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if self.counters() >= len(PERF_NAMES) * sum(threads(p) for p in pids):
+                break
+            time.sleep(0.02)
+        time.sleep(0.05)
+
+    def counters(self):
+        n = 0
+        try:
+            for fd in os.listdir("/proc/%d/fd" % self.proc.pid):
+                try:
+                    n += os.readlink("/proc/%d/fd/%s" % (self.proc.pid, fd)) == "anon_inode:[perf_event]"
+                except OSError:
+                    pass
+        except OSError:
+            pass
+        return n
 
     def stop(self):
         self.proc.send_signal(signal.SIGINT)
