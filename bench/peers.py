@@ -83,9 +83,6 @@ class Results:
         meds = [statistics.median(vs) for vs in reps.values() if vs]
         return (min(meds), max(meds)) if len(meds) > 1 else None
 
-    def count(self, fig, tool):
-        return sum(len(vs) for vs in (self.samples.get((fig, tool)) or {}).values())
-
     def cell(self, fig, tool, fmt):
         m = self.median(fig, tool)
         if m is None:
