@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -261,7 +262,9 @@ func (h *helperProc) attach(c *Command) (stdoutDone, stderrDone <-chan struct{})
 		go func() {
 			defer close(done)
 			defer r.Close()
-			buf := make([]byte, pipeSize)
+			bp := drainBuffers.Get().(*[]byte)
+			defer drainBuffers.Put(bp)
+			buf := *bp
 			for {
 				n, err := r.Read(buf)
 				if n > 0 {
@@ -361,6 +364,15 @@ func (h *helperProc) discard() {
 // pipeSize is the capacity asked for the output pipes: a command that
 // prints a lot then writes in large steps instead of 64 KiB ones.
 const pipeSize = 1 << 20
+
+// drainBuffers hold the buffers output is read into, a pipe's size each,
+// kept between calls: two fresh ones per call cost the server page faults
+// and a garbage collection every other call. The writers they are given
+// copy what they keep (io.Writer's contract).
+var drainBuffers = sync.Pool{New: func() any {
+	b := make([]byte, pipeSize)
+	return &b
+}}
 
 // waitOutput waits for the output readers, at most waitDelay.
 func waitOutput(done ...<-chan struct{}) {
