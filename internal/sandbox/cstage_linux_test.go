@@ -145,11 +145,17 @@ echo out > `+outside+`/f && echo wrote outside; exit 0`)
 	if run.code != 0 || len(run.reports) != 1 || run.reports[0].kind != kindReady {
 		t.Fatalf("exit %d, reports %+v, stderr %q; want 0 after one Ready", run.code, run.reports, run.stderr)
 	}
-	for _, want := range []string{
+	wants := []string{
 		"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
-		"CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2",
-		"wrote inside",
-	} {
+		"CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "wrote inside",
+	}
+	if os.Getuid() == 0 {
+		// Only root empties the bounding set, as the Go stage does: dropping
+		// from it takes CAP_SETPCAP, which another caller lost at the
+		// stage's exec, and no_new_privs keeps it from gaining any back.
+		wants = append(wants, "CapBnd:\t0000000000000000")
+	}
+	for _, want := range wants {
 		if !strings.Contains(run.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, run.stdout)
 		}
@@ -405,21 +411,5 @@ func TestSealedMemfd(t *testing.T) {
 	flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0)
 	if err != nil || flags&unix.FD_CLOEXEC == 0 {
 		t.Errorf("descriptor flags %#x (%v), want close-on-exec", flags, err)
-	}
-}
-
-// TestCStageProtocol checks that stage.c and the Go side agree on the
-// protocol version and on the blob's name.
-func TestCStageProtocol(t *testing.T) {
-	src, err := os.ReadFile("cstage/src/stage.c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^#define NSB_PROTOCOL (\d+)$`).FindSubmatch(src)
-	if m == nil || string(m[1]) != strconv.Itoa(cstage.Protocol) {
-		t.Errorf("stage.c says protocol %q, cstage.Protocol is %d", m, cstage.Protocol)
-	}
-	if name := cstage.Name("amd64"); !regexp.MustCompile(`^stage-linux-amd64-[0-9a-f]{16}$`).MatchString(name) {
-		t.Errorf("blob name %q", name)
 	}
 }
