@@ -36,15 +36,25 @@ import (
 // or where the memfd cannot be made executable, the Go stage runs.
 //
 // Why it holds what the Go stage held: the same restrictions, in the same
-// order, computed by the same Go code (landlockAccessFor, seccompProgram);
-// the memfd is close-on-exec in the helper and in the stage, whose
-// close_range before execve leaves the command no descriptor above stdio,
-// so the command cannot reach it, and it could not change it if it did;
-// the stage is built from this repository's source by a pinned compiler,
-// byte for byte reproducibly. The helper is trusted; the block is still
-// bounds-checked by the stage, which reads it as data and never parses
-// text. Not used without namespaces (reducedhelper_linux.go), whose stage
-// counts the caller's processes for RLIMIT_NPROC as it starts.
+// order, from values computed by the same Go code (landlockAccessFor,
+// seccompProgram, the limits of setRlimits), applied by the same system
+// calls. The memfd is close-on-exec in the server and in the helper: the
+// stage, executed from it, does not inherit it, and its close_range before
+// execve leaves the command nothing above stdio; the helper is not
+// dumpable, so the command cannot open it through /proc/1/fd either; and
+// sealed, it could not be changed if it were reached. The stage is built
+// from this repository's source by a pinned compiler, byte for byte
+// reproducibly. The helper is trusted; the block is still bounds-checked
+// by the stage, which reads it as data and never parses text.
+//
+// Where the two differ, and why it does not matter: the stage drops every
+// capability number up to 63 from the bounding set, ignoring EINVAL past
+// the kernel's last, where the Go stage reads cap_last_cap first (the same
+// set results); a seccomp program that cannot be built (no reviewed table
+// for the architecture, which has no C stage either) fails the call in the
+// helper, before the stage's earlier steps. Not used without namespaces
+// (reducedhelper_linux.go), whose stage counts the caller's processes for
+// RLIMIT_NPROC as it starts.
 
 // stageEnv names, in the helper's environment, its descriptor of the memfd
 // that holds the C exec stage; absent when the Go stage runs.
@@ -65,19 +75,18 @@ var cStageFile = sync.OnceValue(func() *os.File {
 })
 
 // sealedMemfd returns a close-on-exec memfd holding b, executable, sealed
-// against writes, resizes and further seals.
+// against writes, resizes and further seals (and, Linux 6.3+, changes of
+// its exec bits).
 func sealedMemfd(name string, b []byte) (*os.File, error) {
 	const (
-		mfdExec    = 0x10 // MFD_EXEC (Linux 6.3+): executable whatever vm.memfd_noexec says, or refused
-		fSealExec  = 0x20 // F_SEAL_EXEC (Linux 6.3+): the mode's exec bits cannot change
-		baseFlags  = unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING
-		baseSeals  = unix.F_SEAL_WRITE | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
-		execBits   = 0o111
-		sealedNote = "memfd for the exec stage"
+		mfdExec   = 0x10 // MFD_EXEC (Linux 6.3+): executable whatever vm.memfd_noexec says, or refused
+		fSealExec = 0x20 // F_SEAL_EXEC (Linux 6.3+)
+		flags     = unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING
+		seals     = unix.F_SEAL_WRITE | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
 	)
-	fd, err := unix.MemfdCreate(name, baseFlags|mfdExec)
+	fd, err := unix.MemfdCreate(name, flags|mfdExec)
 	if errors.Is(err, unix.EINVAL) { // a kernel before 6.3
-		fd, err = unix.MemfdCreate(name, baseFlags)
+		fd, err = unix.MemfdCreate(name, flags)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("memfd_create: %w", err)
@@ -85,22 +94,20 @@ func sealedMemfd(name string, b []byte) (*os.File, error) {
 	f := os.NewFile(uintptr(fd), name)
 	if _, err := f.Write(b); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("write %s: %w", sealedNote, err)
+		return nil, fmt.Errorf("write the exec stage's memfd: %w", err)
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, baseSeals|fSealExec); errors.Is(err, unix.EINVAL) {
-		_, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, baseSeals)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("seal %s: %w", sealedNote, err)
-		}
-	} else if err != nil {
+	_, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals|fSealExec)
+	if errors.Is(err, unix.EINVAL) {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals)
+	}
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("seal %s: %w", sealedNote, err)
+		return nil, fmt.Errorf("seal the exec stage's memfd: %w", err)
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&execBits == 0 || st.Size != int64(len(b)) {
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&0o111 == 0 || st.Size != int64(len(b)) {
 		f.Close()
-		return nil, fmt.Errorf("%s: not executable (vm.memfd_noexec)", sealedNote)
+		return nil, errors.New("the exec stage's memfd is not executable (vm.memfd_noexec)")
 	}
 	return f, nil
 }
