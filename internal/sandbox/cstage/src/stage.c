@@ -2,12 +2,12 @@
 //
 // It does what execMain (exec_linux.go) does, in the same order, driven by
 // one flat binary instruction block that the helper precomputed
-// (cstage_linux.go encodes it, and documents the layout): the root check,
-// rlimits, chdir, the program's lookup, capabilities dropped, no_new_privs,
-// Landlock, seccomp last, the Ready report, close_range, execve. It parses
-// no text and makes no decisions of its own: every value it applies was
-// computed by the Go side, which also turns its binary reports back into the
-// Go stage's messages (cstagereport_linux.go).
+// (cstage_linux.go encodes it; its layout is struct header below): the root
+// check, rlimits, chdir, the program's lookup, capabilities dropped,
+// no_new_privs, Landlock, seccomp last, the Ready report, close_range,
+// execve. It parses no text and makes no decisions of its own: every value
+// it applies was computed by the Go side, which also turns its binary
+// reports back into the Go stage's messages (relay, in cstage_linux.go).
 //
 // Freestanding: no libc, raw system calls, one static ELF of a few KiB.
 // Built by build.sh for x86_64 and aarch64 only; other targets keep the Go
@@ -173,7 +173,7 @@ struct sock_filter {
 	u32 k;
 };
 
-// ---- Reports (cstagereport_linux.go reads them) ----
+// ---- Reports (cstage_linux.go reads them) ----
 
 enum { K_READY = 1, K_SETUP = 2, K_START = 3, K_PART = 4 };
 enum {
