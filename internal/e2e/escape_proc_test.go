@@ -104,6 +104,9 @@ func TestEscapeProcOne(t *testing.T) {
 		{"fdinfo", `cat /proc/1/fdinfo/4`},
 		{"fd open", `cat /proc/1/fd/0 /proc/1/fd/3 /proc/1/fd/4`},
 		{"mnt ns", `exec 3< /proc/1/ns/mnt`},
+		// The helper holds the C exec stage's memfd (sealed: even
+		// reached, it could not be written).
+		{"exec stage memfd", `for n in $(seq 3 64); do if readlink /proc/1/fd/$n | grep -q memfd; then echo x >>/proc/1/fd/$n && exit 0; fi; done; exit 1`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := e.in(t)

@@ -3,7 +3,8 @@
 //
 // It never imports the MCP SDK; the server package turns a [Result] into a
 // tool result. It imports policy, gitguard, dbus (to ask systemd for a
-// scope), netproxy (the proxy of each call), the standard library and x/sys.
+// scope), netproxy (the proxy of each call), cstage (the exec stage in C,
+// where one was built), the standard library and x/sys.
 //
 // # Threat model
 //
@@ -47,7 +48,9 @@
 // sandbox's network namespace and handed to the server, whose proxy dials
 // from the host). The re-executions' half: protocol_linux.go (the spec and
 // the reports between them), helper_linux.go (pid 1 of the sandbox),
-// exec_linux.go (the last restrictions, then exec), tasks_linux.go
+// exec_linux.go (the last restrictions, then exec; or the same in C,
+// from a sealed memfd, where the release tooling built it:
+// cstage_linux.go), tasks_linux.go
 // (counting the command's processes where nothing else reports the limit).
 // Limits are held per command by a delegated cgroup v2 where the server has
 // one or systemd gives it one ([JoinScope], systemd_linux.go), else by

@@ -124,7 +124,7 @@ func setRlimits(l policy.Limits, m Mechanisms) error {
 	if m.CPUTime == ByRlimit {
 		// The soft limit sends SIGXCPU, which names the limit; the hard
 		// limit a second later kills a program that ignores it.
-		secs := uint64((l.CPUTime + time.Second - 1) / time.Second)
+		secs := cpuSeconds(l.CPUTime)
 		if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: secs, Max: secs + 1}); err != nil {
 			errs = append(errs, fmt.Errorf("setrlimit(RLIMIT_CPU, %d): %w", secs, err))
 		}
@@ -136,6 +136,12 @@ func setRlimits(l policy.Limits, m Mechanisms) error {
 		errs = append(errs, set("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, v))
 	}
 	return errors.Join(errs...)
+}
+
+// cpuSeconds is RLIMIT_CPU's value for a limit of d: whole seconds, rounded
+// up.
+func cpuSeconds(d time.Duration) uint64 {
+	return uint64((d + time.Second - 1) / time.Second)
 }
 
 func envValue(env []string, name string) string {
@@ -174,7 +180,12 @@ func lookPath(file, pathEnv string) (string, *StartError) {
 	if firstErr != nil {
 		return "", startError(file, firstErr)
 	}
-	return "", &StartError{Path: file, NotFound: true, Err: "executable file not found in PATH inside the sandbox", Errno: unix.ENOENT}
+	return "", notInPath(file)
+}
+
+// notInPath is the StartError of a bare name found nowhere on PATH.
+func notInPath(file string) *StartError {
+	return &StartError{Path: file, NotFound: true, Err: "executable file not found in PATH inside the sandbox", Errno: unix.ENOENT}
 }
 
 func executable(p string) error {

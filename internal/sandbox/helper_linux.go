@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -54,6 +53,7 @@ type helper struct {
 	early bool     // the exec stage starts before the call comes
 	// The exec stage, once started, and the pipe of its spec.
 	stage        *os.Process
+	cstage       *cStageLink // nil unless the stage is the C one
 	specR, specW *os.File
 	spec         *spec        // the call, once taken
 	tasks        *taskCounter // nil unless the process limit reports nothing itself
@@ -107,9 +107,12 @@ func (h *helper) enterScratch() {
 // startStage starts the exec stage, which waits for its spec.
 func (h *helper) startStage() {
 	var err error
-	if h.reduced {
+	switch fd := stageFD(); {
+	case h.reduced:
 		h.stage, err = startReducedStage(h.specR, h.rep)
-	} else {
+	case fd >= 0:
+		h.stage, h.cstage, err = startCStage(fd, h.specR, h.rep)
+	default:
 		h.stage, err = startExecStage(h.specR, h.rep)
 	}
 	h.specR.Close()
@@ -184,8 +187,14 @@ func (h *helper) handOver() {
 	if s.Root, err = currentRoot(); err != nil {
 		h.fail(err)
 	}
-	raw, err := json.Marshal(s)
-	if err != nil {
+	var raw []byte
+	if h.cstage != nil {
+		var call *cStageCall
+		if raw, call, err = encodeBlock(s); err != nil {
+			h.fail(err)
+		}
+		h.cstage.call <- call // before the block: the stage reports only once it has it
+	} else if raw, err = json.Marshal(s); err != nil {
 		h.fail(bug(err))
 	}
 	if _, err := h.specW.Write(raw); err != nil {
@@ -259,6 +268,9 @@ func (h *helper) reap() {
 			er.Signal = int(ws.Signal())
 		}
 		er.Limit = h.limitReached(&ws, &ru)
+		if h.cstage != nil {
+			<-h.cstage.done // its last reports before its exit's
+		}
 		h.finish(er)
 		select {} // finish exits; a timeout may be exiting already
 	}
@@ -301,27 +313,15 @@ func isStatic() bool {
 // the caller (this process's arguments: uid, gid) back. It reads its spec
 // from specR, and reports on rep. It runs after enterScratch.
 func startExecStage(specR, rep *os.File) (*os.Process, error) {
-	if len(os.Args) != 3 {
-		return nil, bug(fmt.Errorf("helper arguments %q, want uid and gid", os.Args[1:]))
-	}
-	uid, err1 := strconv.Atoi(os.Args[1])
-	gid, err2 := strconv.Atoi(os.Args[2])
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, bug(fmt.Errorf("helper arguments: %w", err))
+	uid, gid, err := helperIDs()
+	if err != nil {
+		return nil, err
 	}
 	proc, err := os.StartProcess("/proc/self/exe", []string{"nanosandbox-mcp: exec"}, &os.ProcAttr{
 		Dir:   "/",
 		Env:   []string{childEnv + "=exec"},
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, rep},
-		Sys: &syscall.SysProcAttr{
-			// The nested user namespace maps the caller back: the command
-			// runs as them, with no capabilities in the namespace that owns
-			// the mounts, so the mount tree is locked.
-			Cloneflags:                 syscall.CLONE_NEWUSER,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: 0, Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: 0, Size: 1}},
-			GidMappingsEnableSetgroups: false,
-		},
+		Sys:   nestedUserNS(uid, gid),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start exec stage: %w", err)

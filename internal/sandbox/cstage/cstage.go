@@ -1,0 +1,55 @@
+// Package cstage holds the exec stage written in C (src/stage.c): the last
+// restrictions on a command, then execve, in a freestanding static program
+// of a few KiB instead of a second start of this Go binary. build.sh builds
+// it for linux/amd64 and linux/arm64 with a pinned compiler; the release
+// tooling and CI run it before go build, and [Blob] returns what was built
+// for this architecture. Without that step there is no blob, and the
+// sandbox runs its Go exec stage (exec_linux.go), which does the same.
+//
+// It imports only the standard library; the sandbox package encodes the
+// stage's instructions and decodes its reports (cstage_linux.go).
+package cstage
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"sync"
+)
+
+// Protocol is the version of the instruction block and the reports; stage.c
+// says the same in NSB_PROTOCOL, and refuses a block of another.
+const Protocol = 1
+
+//go:embed src/stage.c
+var source []byte
+
+// bin holds the blobs build.sh wrote, if any, beside a README.
+//
+//go:embed bin
+var bin embed.FS
+
+// Name is the file name of the blob for goarch built from this stage.c:
+// stage-linux-GOARCH-HASH, HASH the first 16 hex digits of the SHA-256 of
+// "nsb-cstage protocol N\n" followed by stage.c. build.sh names it the same.
+func Name(goarch string) string {
+	return "stage-linux-" + goarch + "-" + sourceHash()
+}
+
+var sourceHash = sync.OnceValue(func() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "nsb-cstage protocol %d\n", Protocol)
+	h.Write(source)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+})
+
+// Blob returns the stage built for goarch from this stage.c, or nil when
+// none was built (or only one from another stage.c: never used).
+func Blob(goarch string) []byte {
+	b, err := bin.ReadFile("bin/" + Name(goarch))
+	if err != nil {
+		return nil
+	}
+	return b
+}
