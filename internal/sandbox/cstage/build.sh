@@ -5,8 +5,8 @@
 # go build; a build without it runs the Go exec stage.
 #
 # The compiler is pinned: zig's C compiler (clang and lld) from the ziglang
-# package on PyPI, installed into a temporary virtual environment unless
-# ZIG names a zig command of the pinned version. Its output is the same byte
+# package on PyPI, pinned by version and hash, installed into a temporary
+# virtual environment unless ZIG names a zig command of the pinned version. Its output is the same byte
 # for byte on every machine: no build id, no debug information, stripped,
 # and nothing of the build machine (paths, time) read by the compiler.
 set -eu
@@ -16,8 +16,16 @@ cd "$(dirname "$0")"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nsb-cstage-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 if [ -z "${ZIG:-}" ]; then
+	# Pinned by hash too: the wheels for the Linux machines that build
+	# (CI and the release run on linux/amd64 and linux/arm64); elsewhere,
+	# pass ZIG.
+	cat > "$tmp/requirements.txt" <<-EOF
+	ziglang==$zig_version \\
+	    --hash=sha256:806316453d1ede7174ed3fefb8e5348154629089c3bb5fe812dfd0e172fac130 \\
+	    --hash=sha256:edc0aa60ec964a4cf462d40f68d7de242ddf37fd9a80f2afaee6397059463230
+	EOF
 	python3 -m venv "$tmp/venv"
-	"$tmp/venv/bin/pip" install --quiet --disable-pip-version-check "ziglang==$zig_version"
+	"$tmp/venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$tmp/requirements.txt"
 	ZIG="$tmp/venv/bin/python -m ziglang"
 fi
 have=$($ZIG version)
