@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -269,9 +268,8 @@ func (h *helperProc) attach(c *Command) (stdoutDone, stderrDone <-chan struct{})
 		go func() {
 			defer close(done)
 			defer r.Close()
-			bp := drainBuffers.Get().(*[]byte)
-			defer drainBuffers.Put(bp)
-			buf := *bp
+			buf := drainBuffer()
+			defer keepDrainBuffer(buf)
 			for {
 				n, err := r.Read(buf)
 				if n > 0 {
@@ -372,14 +370,30 @@ func (h *helperProc) discard() {
 // prints a lot then writes in large steps instead of 64 KiB ones.
 const pipeSize = 1 << 20
 
-// drainBuffers hold the buffers output is read into, a pipe's size each,
-// kept between calls: two fresh ones per call cost the server page faults
-// and a garbage collection every other call. The writers they are given
-// copy what they keep (io.Writer's contract).
-var drainBuffers = sync.Pool{New: func() any {
-	b := make([]byte, pipeSize)
-	return &b
-}}
+// drainBuffers keeps a few of the buffers output is read into, a pipe's
+// size each, between calls: two fresh ones per call cost the server page
+// faults and a garbage collection every other call. A few only: a burst of
+// concurrent calls must not leave its buffers resident in an idle server.
+// The writers they are given copy what they keep (io.Writer's contract).
+var drainBuffers = make(chan []byte, 4)
+
+// drainBuffer returns a kept buffer, or a new one.
+func drainBuffer() []byte {
+	select {
+	case b := <-drainBuffers:
+		return b
+	default:
+		return make([]byte, pipeSize)
+	}
+}
+
+// keepDrainBuffer keeps b for a later call, if there is room.
+func keepDrainBuffer(b []byte) {
+	select {
+	case drainBuffers <- b:
+	default:
+	}
+}
 
 // waitOutput waits for the output readers, at most waitDelay.
 func waitOutput(done ...<-chan struct{}) {
