@@ -56,7 +56,7 @@ func TestHomeToolsRunInside(t *testing.T) {
 // scripts, as the user's does outside.
 func TestHomeToolsRealPyenv(t *testing.T) {
 	src := os.Getenv("NANOSANDBOX_PYENV_SRC")
-	for _, c := range []string{src, filepath.Join(os.Getenv("HOME"), ".pyenv"), "/root/.pyenv"} {
+	for _, c := range []string{src, os.Getenv("PYENV_ROOT"), filepath.Join(os.Getenv("HOME"), ".pyenv")} {
 		if c != "" {
 			if _, err := os.Stat(filepath.Join(c, "libexec", "pyenv")); err == nil {
 				src = c
@@ -65,7 +65,7 @@ func TestHomeToolsRealPyenv(t *testing.T) {
 		}
 	}
 	if src == "" {
-		t.Skip("needs a pyenv checkout to copy (NANOSANDBOX_PYENV_SRC, ~/.pyenv or /root/.pyenv)")
+		t.Skip("needs a pyenv checkout to copy (NANOSANDBOX_PYENV_SRC, $PYENV_ROOT or ~/.pyenv)")
 	}
 	e := newEnv(t)
 	root := filepath.Join(e.home, ".pyenv")
