@@ -1,6 +1,9 @@
 #!/bin/sh
 # build.sh builds the C exec stage (src/stage.c) for linux/amd64 and
-# linux/arm64 into bin/, named as cstage.Name says, where go:embed finds it.
+# linux/arm64 into bin/, named as cstage.Name says, where go:embed finds it;
+# and the helper in C (src/helper.c with src/sys.h, named as
+# cstage.HelperName says), which nothing runs yet but its tests
+# (HELPER-PLAN.md).
 # The release tooling (.goreleaser.yaml) and CI (.ci/run) run it before
 # go build; a build without it runs the Go exec stage.
 #
@@ -39,16 +42,21 @@ export ZIG_GLOBAL_CACHE_DIR="$tmp/zig-global" ZIG_LOCAL_CACHE_DIR="$tmp/zig-loca
 
 proto=$(sed -n 's/^#define NSB_PROTOCOL \([0-9][0-9]*\)$/\1/p' src/stage.c)
 hash=$({ printf 'nsb-cstage protocol %s\n' "$proto"; cat src/stage.c; } | sha256sum | cut -c1-16)
-rm -f bin/stage-*
+hproto=$(sed -n 's/^#define NSB_HELPER_PROTOCOL \([0-9][0-9]*\)$/\1/p' src/helper.c)
+hhash=$({ printf 'nsb-chelper protocol %s\n' "$hproto"; cat src/sys.h src/helper.c; } | sha256sum | cut -c1-16)
+rm -f bin/stage-* bin/helper-*
 for target in x86_64:amd64 aarch64:arm64; do
 	arch=${target%%:*} goarch=${target#*:}
-	# -fno-builtin keeps the compiler from turning stage.c's own memset
-	# and memcpy into calls to themselves.
-	$ZIG cc -target "$arch-linux-none" -std=c11 -Os -Wall -Wextra -Werror \
-		-nostdlib -ffreestanding -static -fno-pie -fno-stack-protector -fno-builtin \
-		-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-ident \
-		-Wl,--build-id=none -s \
-		-o "$tmp/stage-$goarch" src/stage.c
-	mv "$tmp/stage-$goarch" "bin/stage-linux-$goarch-$hash"
+	for prog in stage:$hash helper:$hhash; do
+		name=${prog%%:*} h=${prog#*:}
+		# -fno-builtin keeps the compiler from turning the programs' own
+		# memset and memcpy into calls to themselves.
+		$ZIG cc -target "$arch-linux-none" -std=c11 -Os -Wall -Wextra -Werror \
+			-nostdlib -ffreestanding -static -fno-pie -fno-stack-protector -fno-builtin \
+			-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-ident \
+			-Wl,--build-id=none -s \
+			-o "$tmp/$name-$goarch" "src/$name.c"
+		mv "$tmp/$name-$goarch" "bin/$name-linux-$goarch-$h"
+	done
 done
-ls -l bin/stage-*
+ls -l bin/stage-* bin/helper-*

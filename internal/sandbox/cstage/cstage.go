@@ -25,6 +25,16 @@ const Protocol = 1
 //go:embed src/stage.c
 var source []byte
 
+// HelperProtocol is the version of the helper's block and reports;
+// helper.c says the same in NSB_HELPER_PROTOCOL.
+const HelperProtocol = 1
+
+//go:embed src/sys.h
+var sysHeader []byte
+
+//go:embed src/helper.c
+var helperSource []byte
+
 // bin holds the blobs build.sh wrote, if any, beside a README.
 //
 //go:embed bin
@@ -48,6 +58,33 @@ var sourceHash = sync.OnceValue(func() string {
 // none was built (or only one from another stage.c: never used).
 func Blob(goarch string) []byte {
 	b, err := bin.ReadFile("bin/" + Name(goarch))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// HelperName is the file name of the helper in C built for goarch from
+// this helper.c and sys.h: helper-linux-GOARCH-HASH, HASH the first 16 hex
+// digits of the SHA-256 of "nsb-chelper protocol N\n" followed by sys.h
+// and helper.c. build.sh names it the same. (Work in progress: nothing
+// runs the helper in C but its tests; see HELPER-PLAN.md.)
+func HelperName(goarch string) string {
+	return "helper-linux-" + goarch + "-" + helperHash()
+}
+
+var helperHash = sync.OnceValue(func() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "nsb-chelper protocol %d\n", HelperProtocol)
+	h.Write(sysHeader)
+	h.Write(helperSource)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+})
+
+// HelperBlob returns the helper in C built for goarch from this source, or
+// nil when none was built.
+func HelperBlob(goarch string) []byte {
+	b, err := bin.ReadFile("bin/" + HelperName(goarch))
 	if err != nil {
 		return nil
 	}

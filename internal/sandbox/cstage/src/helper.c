@@ -1,0 +1,724 @@
+// The sandbox's helper, in C: pid 1 of the sandbox's namespaces, uid 0 in
+// its own user namespace. Work in progress (HELPER-PLAN.md): nothing starts
+// it yet but the tests.
+//
+// It does what helperMain (helper_linux.go) does, driven by one flat binary
+// instruction block the Go side precomputed (chelper_linux.go encodes it;
+// its layout is struct header below): it builds the mount tree by running
+// the block's ops in order (mount, mkdir, pivot_root, binds through
+// open_tree and move_mount, tmpfs through fsopen and fsmount, ...), brings
+// up loopback, hands the proxy's listening socket to the server, then
+// starts the exec stage (stage.c) from its memfd in a nested user namespace
+// that maps the caller back, hands it its own block (embedded in this one),
+// reaps as pid 1, ends the call on its timeout, passes signals on, and
+// reports how the command ended. It parses no text and makes no decisions
+// of its own: every path, flag and value comes from the block.
+//
+// Freestanding: no libc, raw system calls (sys.h), one thread.
+//
+// Descriptors: 0-2 the command's stdio, 3 the block (read to EOF), 4 the
+// reports to the server (fixed 64-byte records, the stage's too), and the
+// header's stage_fd (the exec stage's memfd) and net_fd (the socket on
+// which the proxy's listening socket goes to the server). Exit status: 0
+// after its exit report, 255 after a setup report (or silently when the
+// block never came: the server ended first).
+
+#define NSB_HELPER_PROTOCOL 1
+
+#include "sys.h"
+
+NSB_START(helper_main);
+
+// ---- The instruction block (chelper_linux.go writes it) ----
+//
+// A header of u64 words, then the data it points into by byte offsets,
+// each 8-aligned; strings end inside the block, whose last byte is NUL.
+
+#define BLOCK_MAGIC 0x4842534eu // "NSBH"
+#define STAGE_MAGIC 0x5342534eu // "NSBS": the stage's block and reports
+#define BLOCK_MAX (64ul << 20)
+#define MAX_SLOTS 4096
+
+struct header {
+	u32 magic, version;
+	u64 size;
+	u64 flags;
+	u64 uid, gid;     // the caller's, mapped back in the stage's namespace
+	u64 timeout_ns;   // 0: none
+	u64 n_ops, ops;   // struct op[n_ops]
+	u64 stage_size, stage; // the stage's block; its root words are set here
+	u64 n_tmp, tmp;   // string offsets: the tmpfs checked for a full one at the end
+	u64 stage_fd;     // the stage's memfd
+	u64 net_fd;       // where the proxy's socket goes; ~0 when none
+	u64 reserved[2];
+};
+_Static_assert(sizeof(struct header) == 128, "header");
+
+// An op: code, flags, a slot (a kept mount's descriptor) and up to five
+// arguments, string offsets or numbers as the code says.
+struct op {
+	u64 code, flags, slot, a, b, c, d, e;
+};
+_Static_assert(sizeof(struct op) == 64, "op");
+
+enum {
+	OP_MOUNT = 1,   // mount(a source, b target, c fstype, d flags, e data; "" data: NULL)
+	OP_MKDIR,       // mkdir(a, d mode)
+	OP_CREATE,      // an empty file a, mode d (O_CREAT|O_EXCL)
+	OP_SYMLINK,     // symlink(a target, b link)
+	OP_PIVOT,       // pivot_root(a new root, b put old)
+	OP_CHDIR,       // chdir(a)
+	OP_UMOUNT,      // umount2(a, d flags)
+	OP_BIND,        // a copy of the tree at a, attributes d set, private, moved onto b
+	OP_TMPFS,       // a tmpfs, root mode a, size b ("": the kernel's), attributes d, moved onto c; kept in slot if nonzero
+	OP_SEAL,        // mount_setattr(slot, attributes d), then the slot is closed
+	OP_WRITE,       // the string b written to the existing file a
+	OP_LOOPBACK,    // lo up
+	OP_LISTEN,      // a TCP socket on 127.0.0.1:d, listening (backlog e), sent to the server on net_fd
+	OP_ATTACH_FD,   // the inherited mount d moved onto b, then closed
+	OP_BIND_LINK,   // the symlink b bound onto itself, attributes d
+};
+enum {
+	F_RECURSIVE = 1,    // OP_BIND: the whole tree (AT_RECURSIVE)
+	F_MISSING_OK = 2,   // a path that is gone (ENOENT) skips the op
+};
+
+// ---- Reports ----
+
+enum { K_SETUP = 2, K_TOOK = 5, K_EXIT = 6 };
+// The step of an op that failed (a setup report's v[0]).
+enum {
+	S_CALL = 1, S_OPEN_SRC, S_OPEN_TREE, S_SETATTR, S_OPEN_TARGET, S_MOVE_MOUNT,
+	S_FSOPEN, S_FSCONFIG_MODE, S_FSCONFIG_SIZE, S_FSCONFIG_CREATE, S_FSMOUNT,
+	S_SOCKET, S_BIND, S_LISTEN, S_SENDMSG, S_IOCTL_GET, S_IOCTL_SET, S_FSTAT,
+	S_SLOT,
+};
+// A setup failure outside the ops (its op field; index 0).
+enum {
+	H_BLOCK = 100, H_DUMPABLE, H_SIGMASK, H_CLOSE_RANGE, H_PIPE, H_CLONE,
+	H_SETGROUPS, H_UID_MAP, H_GID_MAP, H_SYNC, H_STATX_ROOT, H_STAGE_WRITE,
+	H_WAIT, H_EXECVEAT, H_CLOCK,
+};
+// Why a block was refused (H_BLOCK's index), as stage.c's.
+enum {
+	B_SHORT = 1, B_MAGIC, B_VERSION, B_SIZE, B_READ, B_LONG, B_UNTERMINATED,
+	B_RANGE, B_ALLOC, B_OP,
+};
+enum { EXIT_TIMED_OUT = 1 };
+
+struct report {
+	u32 magic, kind, op, index;
+	s32 err;
+	u32 pad;
+	u64 v[5];
+};
+_Static_assert(sizeof(struct report) == 64, "report");
+
+static void put(u32 kind, u32 op, u32 index, int err, u64 v0, u64 v1, u64 v2, u64 v3)
+{
+	struct report r = {BLOCK_MAGIC, kind, op, index, err, 0, {v0, v1, v2, v3, 0}};
+	// One write of 64 bytes, below PIPE_BUF: whole or not at all.
+	sys3(SYS_write, 4, &r, sizeof r);
+}
+
+static __attribute__((noreturn)) void fail(u32 op, u32 index, int err, u64 step)
+{
+	put(K_SETUP, op, index, err, step, 0, 0, 0);
+	exit_now(255);
+}
+
+static __attribute__((noreturn)) void refuse(u32 why) { fail(H_BLOCK, why, 0, 0); }
+
+static u8 *block;
+static u64 block_size;
+
+// at returns a pointer to n bytes at offset off of the block, 8-aligned,
+// or refuses the block.
+static void *at(u64 off, u64 n)
+{
+	if (off % 8 != 0 || off > block_size || n > block_size - off)
+		refuse(B_RANGE);
+	return block + off;
+}
+
+static char *string(u64 off)
+{
+	if (off >= block_size)
+		refuse(B_RANGE);
+	return (char *)block + off;
+}
+
+static struct header *read_block(void)
+{
+	struct header h;
+	s64 r = read_full(3, (u8 *)&h, sizeof h);
+	if (r == 0)
+		exit_now(255); // the server ended before the call came: nothing to report
+	if (r < 0)
+		fail(H_BLOCK, B_READ, errno_of(r), 0);
+	if ((u64)r < sizeof h)
+		refuse(B_SHORT);
+	if (h.magic != BLOCK_MAGIC)
+		refuse(B_MAGIC);
+	if (h.version != NSB_HELPER_PROTOCOL)
+		refuse(B_VERSION);
+	if (h.size < sizeof h || h.size > BLOCK_MAX)
+		refuse(B_SIZE);
+	s64 m = sys6(SYS_mmap, 0, (s64)h.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (errno_of(m))
+		fail(H_BLOCK, B_ALLOC, errno_of(m), 0);
+	block = (u8 *)m;
+	block_size = h.size;
+	memcpy(block, &h, sizeof h);
+	u64 rest = h.size - sizeof h;
+	r = read_full(3, block + sizeof h, rest);
+	if (r < 0)
+		fail(H_BLOCK, B_READ, errno_of(r), 0);
+	if ((u64)r < rest)
+		refuse(B_SHORT);
+	u8 extra;
+	r = read_full(3, &extra, 1);
+	if (r != 0)
+		refuse(B_LONG);
+	sys1(SYS_close, 3);
+	if (block[block_size - 1] != 0)
+		refuse(B_UNTERMINATED);
+	return (struct header *)block;
+}
+
+// ---- The ops ----
+
+struct open_how {
+	u64 flags, mode, resolve;
+};
+struct mount_attr {
+	u64 attr_set, attr_clr, propagation, userns_fd;
+};
+enum {
+	RESOLVE_NO_MAGICLINKS = 2, RESOLVE_NO_SYMLINKS = 4,
+	OPEN_TREE_CLONE = 1, MOVE_MOUNT_F_EMPTY_PATH = 4, MOVE_MOUNT_T_EMPTY_PATH = 0x40,
+	FSOPEN_CLOEXEC = 1, FSMOUNT_CLOEXEC = 1, FSCONFIG_SET_STRING = 1, FSCONFIG_CMD_CREATE = 6,
+	MS_PRIVATE = 1 << 18,
+};
+
+static int slots[MAX_SLOTS];
+
+// open_nofollow opens path as O_PATH without following any symlink on the
+// way (openNoFollow in mount_linux.go).
+static s64 open_nofollow(const char *path, u64 extra)
+{
+	struct open_how how = {O_PATH | O_CLOEXEC | extra, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	return sys4(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+}
+
+// op_error is how a failed step ends: skipped (0) for a path that is gone
+// where the op allows it, else a setup report.
+static int op_error(u64 i, struct op *o, u64 step, s64 r)
+{
+	if (errno_of(r) == ENOENT && (o->flags & F_MISSING_OK))
+		return 0;
+	fail((u32)o->code, (u32)i, errno_of(r), step);
+}
+
+// move_onto moves the detached tree onto target (attach in mount_linux.go).
+static int move_onto(u64 i, struct op *o, s64 tree, const char *target)
+{
+	s64 t = open_nofollow(target, 0);
+	if (t < 0)
+		return op_error(i, o, S_OPEN_TARGET, t);
+	s64 r = sys5(SYS_move_mount, tree, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	sys1(SYS_close, t);
+	if (r < 0)
+		return op_error(i, o, S_MOVE_MOUNT, r);
+	return 1;
+}
+
+static void op_bind(u64 i, struct op *o)
+{
+	int rec = (o->flags & F_RECURSIVE) != 0;
+	s64 src = open_nofollow(string(o->a), 0);
+	if (src < 0) {
+		op_error(i, o, S_OPEN_SRC, src);
+		return;
+	}
+	s64 tree = sys3(SYS_open_tree, src, "", OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH | (rec ? AT_RECURSIVE : 0));
+	sys1(SYS_close, src);
+	if (tree < 0)
+		fail((u32)o->code, (u32)i, errno_of(tree), S_OPEN_TREE);
+	struct mount_attr attr = {o->d, 0, MS_PRIVATE, 0};
+	s64 r = sys5(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | (rec ? AT_RECURSIVE : 0), &attr, sizeof attr);
+	if (r < 0)
+		fail((u32)o->code, (u32)i, errno_of(r), S_SETATTR);
+	move_onto(i, o, tree, string(o->b));
+	sys1(SYS_close, tree);
+}
+
+static void op_bind_link(u64 i, struct op *o)
+{
+	s64 fd = open_nofollow(string(o->b), O_NOFOLLOW);
+	if (fd < 0) {
+		op_error(i, o, S_OPEN_TARGET, fd);
+		return;
+	}
+	struct statx st;
+	s64 r = sys5(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE, &st);
+	if (r < 0)
+		fail((u32)o->code, (u32)i, errno_of(r), S_FSTAT);
+	if ((st.mode & S_IFMT) != S_IFLNK) {
+		// No longer the symlink planned: as gone (protect in mount_linux.go).
+		sys1(SYS_close, fd);
+		op_error(i, o, S_FSTAT, -ENOENT);
+		return;
+	}
+	s64 tree = sys3(SYS_open_tree, fd, "", OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH);
+	if (tree < 0)
+		fail((u32)o->code, (u32)i, errno_of(tree), S_OPEN_TREE);
+	struct mount_attr attr = {o->d, 0, MS_PRIVATE, 0};
+	if ((r = sys5(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr)) < 0)
+		fail((u32)o->code, (u32)i, errno_of(r), S_SETATTR);
+	r = sys5(SYS_move_mount, tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	if (r < 0)
+		fail((u32)o->code, (u32)i, errno_of(r), S_MOVE_MOUNT);
+	sys1(SYS_close, tree);
+	sys1(SYS_close, fd);
+}
+
+static void op_tmpfs(u64 i, struct op *o)
+{
+	u32 c = (u32)o->code, n = (u32)i;
+	if (o->slot >= MAX_SLOTS)
+		refuse(B_OP);
+	s64 fs = sys2(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		fail(c, n, errno_of(fs), S_FSOPEN);
+	s64 r = sys5(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", string(o->a), 0);
+	if (r < 0)
+		fail(c, n, errno_of(r), S_FSCONFIG_MODE);
+	const char *size = string(o->b);
+	if (size[0] && (r = sys5(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0)) < 0)
+		fail(c, n, errno_of(r), S_FSCONFIG_SIZE);
+	if ((r = sys5(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, 0, 0, 0)) < 0)
+		fail(c, n, errno_of(r), S_FSCONFIG_CREATE);
+	s64 mnt = sys3(SYS_fsmount, fs, FSMOUNT_CLOEXEC, o->d);
+	sys1(SYS_close, fs);
+	if (mnt < 0)
+		fail(c, n, errno_of(mnt), S_FSMOUNT);
+	if (move_onto(i, o, mnt, string(o->c)) && o->slot != 0) {
+		slots[o->slot] = (int)mnt;
+		return;
+	}
+	sys1(SYS_close, mnt);
+}
+
+static void op_seal(u64 i, struct op *o)
+{
+	if (o->slot == 0 || o->slot >= MAX_SLOTS)
+		refuse(B_OP);
+	int fd = slots[o->slot];
+	if (fd <= 0)
+		fail((u32)o->code, (u32)i, 0, S_SLOT);
+	struct mount_attr attr = {o->d, 0, 0, 0};
+	s64 r = sys5(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof attr);
+	if (r < 0)
+		fail((u32)o->code, (u32)i, errno_of(r), S_SETATTR);
+	sys1(SYS_close, fd);
+	slots[o->slot] = 0;
+}
+
+struct ifreq {
+	char name[16];
+	u16 flags;
+	u8 pad[22];
+};
+enum { AF_INET = 2, SOCK_STREAM = 1, SOCK_DGRAM = 2, SIOCGIFFLAGS = 0x8913, SIOCSIFFLAGS = 0x8914, IFF_UP = 1 };
+
+static void op_loopback(u64 i, struct op *o)
+{
+	u32 c = (u32)o->code, n = (u32)i;
+	s64 s = sys3(SYS_socket, AF_INET, SOCK_DGRAM | O_CLOEXEC, 0);
+	if (s < 0)
+		fail(c, n, errno_of(s), S_SOCKET);
+	struct ifreq ifr = {{'l', 'o', 0}, 0, {0}};
+	s64 r = sys3(SYS_ioctl, s, SIOCGIFFLAGS, &ifr);
+	if (r < 0)
+		fail(c, n, errno_of(r), S_IOCTL_GET);
+	ifr.flags |= IFF_UP;
+	if ((r = sys3(SYS_ioctl, s, SIOCSIFFLAGS, &ifr)) < 0)
+		fail(c, n, errno_of(r), S_IOCTL_SET);
+	sys1(SYS_close, s);
+}
+
+struct sockaddr_in {
+	u16 family, port;
+	u8 addr[4];
+	u8 zero[8];
+};
+struct iovec {
+	void *base;
+	u64 len;
+};
+struct msghdr {
+	void *name;
+	u32 namelen;
+	struct iovec *iov;
+	u64 iovlen;
+	void *control;
+	u64 controllen;
+	s32 flags;
+};
+struct cmsg_fd {
+	u64 len;
+	s32 level, type;
+	s32 fd;
+	u32 pad;
+};
+enum { SOL_SOCKET = 1, SCM_RIGHTS = 1 };
+
+// op_listen makes the proxy's listening socket and hands it to the server
+// (listenProxy in network_linux.go); neither stays open here.
+static void op_listen(struct header *h, u64 i, struct op *o)
+{
+	u32 c = (u32)o->code, n = (u32)i;
+	s64 s = sys3(SYS_socket, AF_INET, SOCK_STREAM | O_CLOEXEC, 0);
+	if (s < 0)
+		fail(c, n, errno_of(s), S_SOCKET);
+	u16 port = (u16)o->d;
+	struct sockaddr_in sa = {AF_INET, (u16)(port >> 8 | port << 8), {127, 0, 0, 1}, {0}};
+	s64 r = sys3(SYS_bind, s, &sa, sizeof sa);
+	if (r < 0)
+		fail(c, n, errno_of(r), S_BIND);
+	if ((r = sys2(SYS_listen, s, o->e)) < 0)
+		fail(c, n, errno_of(r), S_LISTEN);
+	u8 byte = 0;
+	struct iovec iov = {&byte, 1};
+	struct cmsg_fd cm = {16 + 4, SOL_SOCKET, SCM_RIGHTS, (s32)s, 0};
+	struct msghdr msg = {0, 0, &iov, 1, &cm, sizeof cm, 0};
+	r = sys3(SYS_sendmsg, h->net_fd, &msg, 0);
+	sys1(SYS_close, h->net_fd);
+	sys1(SYS_close, s);
+	if (r < 0)
+		fail(c, n, errno_of(r), S_SENDMSG);
+}
+
+static void run_op(struct header *h, u64 i, struct op *o)
+{
+	s64 r = 0;
+	switch (o->code) {
+	case OP_MOUNT: {
+		const char *data = string(o->e);
+		r = sys5(SYS_mount, string(o->a), string(o->b), string(o->c), o->d, data[0] ? data : 0);
+		break;
+	}
+	case OP_MKDIR:
+		r = sys3(SYS_mkdirat, AT_FDCWD, string(o->a), o->d);
+		break;
+	case OP_CREATE:
+		r = sys4(SYS_openat, AT_FDCWD, string(o->a), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, o->d);
+		if (r >= 0)
+			r = sys1(SYS_close, r);
+		break;
+	case OP_SYMLINK:
+		r = sys3(SYS_symlinkat, string(o->a), AT_FDCWD, string(o->b));
+		break;
+	case OP_PIVOT:
+		r = sys2(SYS_pivot_root, string(o->a), string(o->b));
+		break;
+	case OP_CHDIR:
+		r = sys1(SYS_chdir, string(o->a));
+		break;
+	case OP_UMOUNT:
+		r = sys2(SYS_umount2, string(o->a), o->d);
+		break;
+	case OP_BIND:
+		op_bind(i, o);
+		return;
+	case OP_BIND_LINK:
+		op_bind_link(i, o);
+		return;
+	case OP_TMPFS:
+		op_tmpfs(i, o);
+		return;
+	case OP_SEAL:
+		op_seal(i, o);
+		return;
+	case OP_WRITE: {
+		const char *data = string(o->b);
+		u64 len = 0;
+		while (data[len])
+			len++;
+		s64 fd = sys4(SYS_openat, AT_FDCWD, string(o->a), O_WRONLY | O_TRUNC | O_CLOEXEC, 0);
+		if (fd < 0) {
+			r = fd;
+			break;
+		}
+		r = write_full((int)fd, (const u8 *)data, len);
+		sys1(SYS_close, fd);
+		break;
+	}
+	case OP_LOOPBACK:
+		op_loopback(i, o);
+		return;
+	case OP_LISTEN:
+		op_listen(h, i, o);
+		return;
+	case OP_ATTACH_FD:
+		move_onto(i, o, (s64)o->d, string(o->b));
+		sys1(SYS_close, o->d);
+		return;
+	default:
+		refuse(B_OP);
+	}
+	if (r < 0)
+		op_error(i, o, S_CALL, r);
+}
+
+// ---- The exec stage ----
+
+enum {
+	CLONE_NEWUSER = 0x10000000, SIGHUP = 1, SIGINT = 2, SIGQUIT = 3, SIGKILL = 9,
+	SIGPIPE = 13, SIGTERM = 15, SIGCHLD = 17, SIG_SETMASK = 2, SIG_BLOCK = 0, WNOHANG = 1,
+	PR_SET_DUMPABLE = 4, CLOCK_MONOTONIC = 1,
+};
+#define SIGBIT(s) (1ul << ((s) - 1))
+
+// put_dec writes v in decimal at p, and returns the end.
+static char *put_dec(char *p, u64 v)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+// write_proc writes text to /proc/PID/name.
+static s64 write_proc(s64 pid, const char *name, const char *text, u64 len)
+{
+	char path[64];
+	char *p = path;
+	for (const char *s = "/proc/"; *s;)
+		*p++ = *s++;
+	p = put_dec(p, (u64)pid);
+	*p++ = '/';
+	while (*name)
+		*p++ = *name++;
+	*p = 0;
+	s64 fd = sys4(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	s64 r = write_full((int)fd, (const u8 *)text, len);
+	sys1(SYS_close, fd);
+	return r;
+}
+
+// id_map is "ID 0 1\n": the caller's id in the stage's namespace is the
+// helper's 0 (nestedUserNS in cstage_linux.go).
+static u64 id_map(char *buf, u64 id)
+{
+	char *p = put_dec(buf, id);
+	for (const char *s = " 0 1\n"; *s;)
+		*p++ = *s++;
+	return (u64)(p - buf);
+}
+
+// move_to puts fd at want, without close-on-exec.
+static void move_to(s64 fd, int want)
+{
+	if (fd == want)
+		sys3(SYS_fcntl, fd, F_SETFD, 0);
+	else
+		sys3(SYS_dup3, fd, want, 0);
+}
+
+// start_stage starts the exec stage in a nested user namespace that maps
+// the caller back, and hands it its block; it returns the stage's pid.
+static s64 start_stage(struct header *h)
+{
+	int blk[2], sync[2];
+	s64 r;
+	if ((r = sys2(SYS_pipe2, blk, O_CLOEXEC)) < 0 || (r = sys2(SYS_pipe2, sync, O_CLOEXEC)) < 0)
+		fail(H_PIPE, 0, errno_of(r), 0);
+	// Fork semantics (no new stack): this process has one thread.
+	s64 pid = sys5(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+	if (pid < 0)
+		fail(H_CLONE, 0, errno_of(pid), 0);
+	if (pid == 0) {
+		// The stage: wait for its maps, then become it, with no signal
+		// blocked (the mask survives execve).
+		u64 none = 0;
+		sys4(SYS_rt_sigprocmask, SIG_SETMASK, &none, 0, 8);
+		sys1(SYS_close, sync[1]);
+		u8 b;
+		if (read_full(sync[0], &b, 1) != 1)
+			exit_now(255); // the helper failed, and said why
+		move_to(blk[0], 3);
+		static char *const argv[] = {"nanosandbox-mcp: exec", 0};
+		static char *const envp[] = {0};
+		r = sys5(SYS_execveat, h->stage_fd, "", argv, envp, AT_EMPTY_PATH);
+		fail(H_EXECVEAT, 0, errno_of(r), 0);
+	}
+	sys1(SYS_close, blk[0]);
+	sys1(SYS_close, sync[0]);
+	char buf[32];
+	if ((r = write_proc(pid, "setgroups", "deny", 4)) < 0)
+		fail(H_SETGROUPS, 0, errno_of(r), 0);
+	if ((r = write_proc(pid, "uid_map", buf, id_map(buf, h->uid))) < 0)
+		fail(H_UID_MAP, 0, errno_of(r), 0);
+	if ((r = write_proc(pid, "gid_map", buf, id_map(buf, h->gid))) < 0)
+		fail(H_GID_MAP, 0, errno_of(r), 0);
+	u8 go = 1;
+	if ((r = write_full(sync[1], &go, 1)) < 0)
+		fail(H_SYNC, 0, errno_of(r), 0);
+	sys1(SYS_close, sync[1]);
+
+	// The root the stage checks it runs in: this one, now built.
+	u64 *stage = at(h->stage, h->stage_size);
+	if (h->stage_size < 48)
+		refuse(B_RANGE);
+	struct statx st;
+	r = sys5(SYS_statx, AT_FDCWD, "/", 0, STATX_INO | STATX_MNT_ID, &st);
+	if (r < 0)
+		fail(H_STATX_ROOT, 0, errno_of(r), 0);
+	if (!(st.mask & STATX_MNT_ID))
+		fail(H_STATX_ROOT, 0, 0, 1);
+	stage[3] = st.mnt_id;
+	stage[4] = mkdev(st.dev_major, st.dev_minor);
+	stage[5] = st.ino;
+	// A stage that ended first (its report says why) leaves EPIPE here:
+	// SIGPIPE is blocked.
+	r = write_full(blk[1], (u8 *)stage, h->stage_size);
+	sys1(SYS_close, blk[1]);
+	if (r < 0 && errno_of(r) != EPIPE)
+		fail(H_STAGE_WRITE, 0, errno_of(r), 0);
+	return pid;
+}
+
+// ---- The end ----
+
+struct statfs {
+	s64 type, bsize;
+	u64 blocks, bfree, bavail, files, ffree;
+	s32 fsid[2];
+	s64 namelen, frsize, flags, spare[4];
+};
+#define TMPFS_MAGIC 0x01021994
+
+// full_tmp returns 1 + the index of the first tmpfs of the block's list
+// with less than 1% free, or 0 (limitReached in helper_linux.go).
+static u64 full_tmp(struct header *h)
+{
+	if (h->n_tmp > block_size / 8)
+		refuse(B_RANGE);
+	u64 *offs = at(h->tmp, h->n_tmp * 8);
+	for (u64 i = 0; i < h->n_tmp; i++) {
+		struct statfs st;
+		if (sys2(SYS_statfs, string(offs[i]), &st) < 0)
+			continue;
+		if (st.type == TMPFS_MAGIC && st.blocks > 0 && st.bavail * 100 < st.blocks)
+			return i + 1;
+	}
+	return 0;
+}
+
+struct rusage {
+	s64 utime[2], stime[2];
+	s64 maxrss;
+	s64 rest[13];
+};
+
+static __attribute__((noreturn)) void finish(struct header *h, u32 flags, u64 status, u64 maxrss_kib)
+{
+	put(K_EXIT, 0, flags, 0, status, maxrss_kib, 0, full_tmp(h));
+	// The kernel kills what is left in the pid namespace.
+	exit_now(0);
+}
+
+struct timespec {
+	s64 sec, nsec;
+};
+
+static u64 now_ns(void)
+{
+	struct timespec ts;
+	s64 r = sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	if (r < 0)
+		fail(H_CLOCK, 0, errno_of(r), 0);
+	return (u64)ts.sec * 1000000000ul + (u64)ts.nsec;
+}
+
+// reap waits for every process reparented to this one until the stage (then
+// the command) exits, passes signals on, and ends the call at its
+// deadline.
+static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs)
+{
+	u64 deadline = h->timeout_ns ? now_ns() + h->timeout_ns : 0;
+	for (;;) {
+		struct timespec ts, *tp = 0;
+		if (deadline) {
+			u64 now = now_ns();
+			if (now >= deadline)
+				finish(h, EXIT_TIMED_OUT, SIGKILL, 0);
+			u64 left = deadline - now;
+			ts.sec = (s64)(left / 1000000000ul);
+			ts.nsec = (s64)(left % 1000000000ul);
+			tp = &ts;
+		}
+		u8 info[128];
+		s64 sig = sys4(SYS_rt_sigtimedwait, &sigs, info, tp, 8);
+		if (errno_of(sig) == EAGAIN || errno_of(sig) == EINTR)
+			continue; // the deadline, checked above
+		if (sig < 0)
+			fail(H_WAIT, 1, errno_of(sig), 0);
+		if (sig != SIGCHLD) {
+			sys2(SYS_kill, stage, sig);
+			continue;
+		}
+		for (;;) {
+			s32 status;
+			struct rusage ru;
+			s64 pid = sys4(SYS_wait4, -1, &status, WNOHANG, &ru);
+			if (pid == 0 || errno_of(pid) == ECHILD)
+				break;
+			if (errno_of(pid) == EINTR)
+				continue;
+			if (pid < 0)
+				fail(H_WAIT, 0, errno_of(pid), 0);
+			if (pid == stage)
+				finish(h, 0, (u32)status, (u64)ru.maxrss);
+		}
+	}
+}
+
+__attribute__((noreturn, used)) void helper_main(void)
+{
+	// Not dumpable: the command runs as the same host uid, and must not
+	// reach this process's memory or descriptors through /proc/1.
+	s64 r = sys5(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (r < 0)
+		fail(H_DUMPABLE, 0, errno_of(r), 0);
+	// The signals the wait loop takes, blocked before anything can send
+	// them; SIGPIPE too, so a stage that ended early is an EPIPE.
+	u64 sigs = SIGBIT(SIGCHLD) | SIGBIT(SIGINT) | SIGBIT(SIGTERM) | SIGBIT(SIGHUP) | SIGBIT(SIGQUIT);
+	u64 mask = sigs | SIGBIT(SIGPIPE);
+	if ((r = sys4(SYS_rt_sigprocmask, SIG_BLOCK, &mask, 0, 8)) < 0)
+		fail(H_SIGMASK, 0, errno_of(r), 0);
+
+	struct header *h = read_block();
+	put(K_TOOK, 0, 0, 0, 0, 0, 0, 0);
+	if (h->n_ops > block_size / sizeof(struct op))
+		refuse(B_RANGE);
+	struct op *ops = at(h->ops, h->n_ops * sizeof(struct op));
+	for (u64 i = 0; i < h->n_ops; i++)
+		run_op(h, i, &ops[i]);
+	// Nothing inherited above the report pipe reaches the command but
+	// through the stage, which closes it all before its execve; the
+	// stage's memfd too (execveat of an ELF from it works).
+	if ((r = sys3(SYS_close_range, 5, ~0u, CLOSE_RANGE_CLOEXEC)) < 0)
+		fail(H_CLOSE_RANGE, 0, errno_of(r), 0);
+	s64 stage = start_stage(h);
+	reap(h, stage, sigs);
+}
