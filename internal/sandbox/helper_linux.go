@@ -336,8 +336,32 @@ func startExecStage(specR, rep *os.File) (*os.Process, error) {
 // Limits held by a cgroup are read from the cgroup by the server instead.
 func (h *helper) limitReached(ws *unix.WaitStatus, ru *unix.Rusage) *limitHit {
 	l, m := h.spec.Limits, h.spec.Mech
-	// The signal that ended the program, or the one a shell reports as
-	// its status 128+N.
+	peak := 0
+	if m.countsTasks() && h.tasks != nil {
+		peak = h.tasks.peak()
+	}
+	full := ""
+	if m.Tmp != NoLimit {
+		for _, d := range append(append([]string(nil), policy.PrivateDirs...), "/dev/shm") {
+			var st unix.Statfs_t
+			if unix.Statfs(d, &st) == nil && st.Type == unix.TMPFS_MAGIC && st.Blocks > 0 && st.Bavail*100 < st.Blocks {
+				full = d
+				break
+			}
+		}
+	}
+	var maxRSS int64
+	if ru != nil {
+		maxRSS = ru.Maxrss * 1024
+	}
+	return limitVerdict(l, m, ws, maxRSS, peak, full)
+}
+
+// limitVerdict is limitReached's rule, from the facts it gathers (and the
+// helper in C reports): how the command ended (ws: nil on a timeout), its peak RSS in
+// bytes, the most tasks counted (0: not counted), and the tmpfs found full
+// ("": none).
+func limitVerdict(l policy.Limits, m Mechanisms, ws *unix.WaitStatus, maxRSS int64, taskPeak int, fullTmp string) *limitHit {
 	var sig unix.Signal
 	switch {
 	case ws != nil && ws.Signaled():
@@ -345,31 +369,20 @@ func (h *helper) limitReached(ws *unix.WaitStatus, ru *unix.Rusage) *limitHit {
 	case ws != nil && ws.Exited() && ws.ExitStatus() > 128:
 		sig = unix.Signal(ws.ExitStatus() - 128)
 	}
-	if sig != 0 {
-		switch sig {
-		case unix.SIGXCPU:
-			if m.CPUTime != NoLimit {
-				return &limitHit{Kind: cpuTimeLimit, Mech: m.CPUTime}
-			}
-		case unix.SIGXFSZ:
-			if m.FileSize != NoLimit {
-				return &limitHit{Kind: fileSizeLimit, Mech: m.FileSize}
-			}
-		}
+	switch {
+	case sig == unix.SIGXCPU && m.CPUTime != NoLimit:
+		return &limitHit{Kind: cpuTimeLimit, Mech: m.CPUTime}
+	case sig == unix.SIGXFSZ && m.FileSize != NoLimit:
+		return &limitHit{Kind: fileSizeLimit, Mech: m.FileSize}
 	}
-	if m.countsTasks() && h.tasks != nil && h.tasks.peak()*10 >= l.MaxProcesses*9 {
+	if m.countsTasks() && taskPeak > 0 && taskPeak*10 >= l.MaxProcesses*9 {
 		return &limitHit{Kind: processLimit, Mech: m.Processes}
 	}
-	if m.Tmp != NoLimit {
-		for _, d := range append(append([]string(nil), policy.PrivateDirs...), "/dev/shm") {
-			var st unix.Statfs_t
-			if unix.Statfs(d, &st) == nil && st.Type == unix.TMPFS_MAGIC && st.Blocks > 0 && st.Bavail*100 < st.Blocks {
-				return &limitHit{Kind: tmpLimit, Mech: m.Tmp, Dir: d}
-			}
-		}
+	if m.Tmp != NoLimit && fullTmp != "" {
+		return &limitHit{Kind: tmpLimit, Mech: m.Tmp, Dir: fullTmp}
 	}
 	abnormal := ws != nil && (ws.Signaled() || ws.Exited() && ws.ExitStatus() != 0)
-	if m.Memory == ByRlimit && abnormal && ru != nil && ru.Maxrss*1024*4 >= l.MemoryBytes*3 {
+	if m.Memory == ByRlimit && abnormal && maxRSS*4 >= l.MemoryBytes*3 {
 		return &limitHit{Kind: memoryLimit, Mech: m.Memory}
 	}
 	return nil

@@ -81,6 +81,7 @@ enum {
 enum {
 	F_RECURSIVE = 1,    // OP_BIND: the whole tree (AT_RECURSIVE)
 	F_MISSING_OK = 2,   // a path that is gone (ENOENT) skips the op
+	F_ANY_ERROR_OK = 4, // any failure skips the op (the copied /proc and /dev, perhaps no mounts)
 };
 
 // ---- Reports ----
@@ -216,6 +217,8 @@ static s64 open_nofollow(const char *path, u64 extra)
 static int op_error(u64 i, struct op *o, u64 step, s64 r)
 {
 	if (errno_of(r) == ENOENT && (o->flags & F_MISSING_OK))
+		return 0;
+	if (o->flags & F_ANY_ERROR_OK)
 		return 0;
 	fail((u32)o->code, (u32)i, errno_of(r), step);
 }

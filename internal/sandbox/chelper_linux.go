@@ -1,0 +1,467 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox/cstage"
+)
+
+// The helper in C (cstage/src/helper.c), work in progress: nothing starts
+// it but its tests (chelper_linux_test.go). See cstage/HELPER-PLAN.md for
+// the design and what is left; in short, the server would start it where
+// it starts this binary as the helper, with the same namespaces and maps,
+// and hand it this file's block instead of the JSON spec: every mount
+// operation of enterScratch and buildRoot as a system call with its
+// arguments, the loopback, the proxy's socket, pid_max, and the exec
+// stage's own block, which the helper passes on once it has built the
+// root. Its reports, and the stage's, are 64-byte records on the report
+// pipe, which cHelperCall turns into the Go helper's reports.
+
+// cHelperFile returns the sealed memfd holding the helper in C for this
+// architecture, made at the first call, or nil when there is none.
+var cHelperFile = sync.OnceValue(func() *os.File {
+	blob := cstage.HelperBlob(runtime.GOARCH)
+	if blob == nil {
+		return nil
+	}
+	f, err := sealedMemfd("nanosandbox-mcp: sandbox", blob)
+	if err != nil {
+		return nil
+	}
+	return f
+})
+
+// The helper's block: helper.c's struct header and struct op.
+const (
+	helperMagic      = 0x4842534e // "NSBH"
+	helperHeaderSize = 128
+	helperOpSize     = 64
+)
+
+// An op's code (helper.c's OP_*).
+const (
+	hopMount = 1 + iota
+	hopMkdir
+	hopCreate
+	hopSymlink
+	hopPivot
+	hopChdir
+	hopUmount
+	hopBind
+	hopTmpfs
+	hopSeal
+	hopWrite
+	hopLoopback
+	hopListen
+	hopAttachFD
+	hopBindLink
+)
+
+// An op's flags.
+const (
+	hopRecursive = 1 // hopBind: the whole tree
+	hopMissingOK = 2 // a path that is gone skips the op
+	hopAnyErrOK  = 4 // any failure skips the op
+)
+
+// hop is one op of the helper's block.
+type hop struct {
+	code, flags, slot uint64
+	a, b, c           string // string arguments, as the code says
+	d                 uint64
+	e                 string // hopMount's data
+	en                uint64 // hopListen's backlog
+	// desc names the op as the Go helper's message would ("mount tmpfs
+	// /tmp"); "" where the step alone names it (the loopback, the proxy).
+	desc string
+}
+
+// cHelperOps lists what the helper in C does for s, in the Go helper's
+// order: enterScratch, a root caller's idmapped trees (idmapped, as
+// rootCaller.paths: one descriptor each from idmapFD on), buildRoot, the
+// network, pid_max, readOnlyProc. What it needs to know of the host, it
+// asks now (the server sees the same /dev and /proc). It returns an error
+// for a plan it cannot do yet: a mount point to make (Make, not in C yet).
+func cHelperOps(s *spec, idmapped []string) ([]hop, error) {
+	var ops []hop
+	add := func(o hop) { ops = append(ops, o) }
+	mount := func(src, target, fstype string, flags uint64, data, desc string) {
+		add(hop{code: hopMount, a: src, b: target, c: fstype, d: flags, e: data, desc: desc})
+	}
+	bind := func(src, target string, attr uint64, flags uint64, desc string) {
+		add(hop{code: hopBind, a: src, b: target, d: attr, flags: flags, desc: desc})
+	}
+	nextSlot := uint64(1)
+	tmpfs := func(mode, size, target string, keep bool, desc string) uint64 {
+		var slot uint64
+		if keep {
+			slot = nextSlot
+			nextSlot++
+		}
+		add(hop{code: hopTmpfs, a: mode, b: size, c: target, d: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, slot: slot, desc: desc})
+		return slot
+	}
+	const (
+		nosuidNodev = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+		procFlags   = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	)
+
+	// enterScratch.
+	mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "", "mount --make-rprivate /")
+	mount("tmpfs", scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k", "mount tmpfs "+scratch)
+	for _, d := range []string{newRoot, oldRoot, "/proc"} {
+		add(hop{code: hopMkdir, a: scratch + d, d: 0o755, desc: "mkdir " + d})
+	}
+	add(hop{code: hopCreate, a: scratch + emptyFile, d: 0o444, desc: "create " + emptyFile})
+	add(hop{code: hopPivot, a: scratch, b: scratch + oldRoot, desc: "pivot_root " + scratch})
+	add(hop{code: hopChdir, a: "/", desc: "chdir /"})
+	mount("proc", "/proc", "proc", procFlags, "", "mount proc on the scratch root")
+	for i, p := range idmapped {
+		add(hop{code: hopAttachFD, d: uint64(idmapFD + i), b: oldRoot + p, desc: "idmapped mount " + p})
+	}
+
+	// buildRoot: the host tree, read-only, nosuid and nodev all the way
+	// down; proc; the minimal /dev.
+	bind(oldRoot, newRoot, unix.MOUNT_ATTR_RDONLY|nosuidNodev, hopRecursive, "bind "+oldRoot)
+	add(hop{code: hopUmount, a: newRoot + "/proc", d: unix.MNT_DETACH, flags: hopAnyErrOK, desc: "umount /proc"}) // the host's, copied with the tree
+	mount("proc", newRoot+"/proc", "proc", procFlags, "", "mount proc")
+	dev := newRoot + "/dev"
+	add(hop{code: hopUmount, a: dev, d: unix.MNT_DETACH, flags: hopAnyErrOK, desc: "umount /dev"})
+	devSlot := tmpfs("755", strconv.Itoa(1<<20), dev, true, "mount tmpfs /dev")
+	for _, d := range devices {
+		if _, err := os.Stat("/dev/" + d); err != nil {
+			continue
+		}
+		add(hop{code: hopCreate, a: dev + "/" + d, d: 0o644, desc: "create /dev/" + d})
+		bind(oldRoot+"/dev/"+d, dev+"/"+d, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, 0, "bind /dev/"+d)
+	}
+	for _, d := range []string{"pts", "shm"} {
+		add(hop{code: hopMkdir, a: dev + "/" + d, d: 0o755, desc: "mkdir /dev/" + d})
+	}
+	mount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620", "mount devpts")
+	tmpfs("1777", sizeArg(s.Limits.TmpBytes), dev+"/shm", false, "mount tmpfs /dev/shm")
+	for _, l := range [][2]string{{"ptmx", "pts/ptmx"}, {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
+		add(hop{code: hopSymlink, a: l[1], b: dev + "/" + l[0], desc: "symlink /dev/" + l[0]})
+	}
+	add(hop{code: hopSeal, slot: devSlot, d: unix.MOUNT_ATTR_RDONLY, desc: "mount_setattr /dev read-only"})
+
+	// The plan's ops (runOp).
+	var seal []uint64
+	for _, op := range s.Ops {
+		if op.Make {
+			return nil, fmt.Errorf("%s %s: making a mount point is not in the helper in C yet", op.Kind, op.Path)
+		}
+		target := newRoot + op.Path
+		switch op.Kind {
+		case opTmpfs, opHide:
+			mode := op.Mode
+			if mode == 0 {
+				mode = 0o755
+			}
+			size := op.Size
+			if op.Kind == opHide {
+				size = 1 << 20 // holds mount points only, then sealed
+			}
+			if slot := tmpfs(strconv.FormatUint(uint64(mode), 8), sizeArg(size), target, op.Kind == opHide, "mount tmpfs "+op.Path); slot != 0 {
+				seal = append(seal, slot)
+			}
+		case opMask:
+			bind(emptyFile, target, unix.MOUNT_ATTR_RDONLY|nosuidNodev|unix.MOUNT_ATTR_NOEXEC, 0, "mask "+op.Path)
+		case opProtect, opPin:
+			var attr uint64 = nosuidNodev
+			if op.Kind == opProtect {
+				attr |= unix.MOUNT_ATTR_RDONLY
+			}
+			// Gone since it was planned: nothing to keep (runOp).
+			if op.Link {
+				add(hop{code: hopBindLink, b: target, d: attr, flags: hopMissingOK, desc: op.Kind.String() + " " + op.Path})
+			} else {
+				bind(target, target, attr, hopRecursive|hopMissingOK, op.Kind.String()+" "+op.Path)
+			}
+		case opBindRO, opBindRW:
+			var attr uint64 = nosuidNodev
+			if op.Kind == opBindRO {
+				attr |= unix.MOUNT_ATTR_RDONLY
+			}
+			bind(oldRoot+op.Src, target, attr, hopRecursive, op.Kind.String()+" "+op.Path)
+		default:
+			return nil, bug(fmt.Errorf("mount step %d", op.Kind))
+		}
+	}
+	for _, slot := range seal {
+		add(hop{code: hopSeal, slot: slot, d: unix.MOUNT_ATTR_RDONLY, desc: "mount_setattr read-only"})
+	}
+	// The final pivot.
+	add(hop{code: hopChdir, a: newRoot, desc: "chdir " + newRoot})
+	add(hop{code: hopPivot, a: ".", b: ".", desc: "pivot_root ."})
+	add(hop{code: hopUmount, a: ".", d: unix.MNT_DETACH, desc: "umount old root"})
+	add(hop{code: hopChdir, a: "/", desc: "chdir /"})
+
+	// buildSandbox: the network, pid_max, then /proc/sys read-only.
+	if !s.HostNetwork {
+		add(hop{code: hopLoopback})
+		add(hop{code: hopListen, d: proxyPort, en: proxyBacklog})
+	}
+	if s.Mech.Processes == ByPidNamespace {
+		pidMax := strconv.Itoa(s.Limits.MaxProcesses + reservedPids)
+		add(hop{code: hopWrite, a: "/proc/sys/kernel/pid_max", b: pidMax, desc: "write /proc/sys/kernel/pid_max " + pidMax})
+	}
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger"} {
+		if _, err := os.Lstat(p); err != nil && p != "/proc/sys" {
+			continue // a kernel without CONFIG_MAGIC_SYSRQ
+		}
+		bind(p, p, unix.MOUNT_ATTR_RDONLY|nosuidNodev|unix.MOUNT_ATTR_NOEXEC, hopRecursive, "bind "+p+" read-only")
+	}
+	return ops, nil
+}
+
+// sizeArg is a tmpfs size as fsconfig takes it: "" for the kernel's default.
+func sizeArg(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// cHelperTmpDirs are the tmpfs the helper checks for a full one when the
+// command ends (limitReached), in its order.
+func cHelperTmpDirs(m Mechanisms) []string {
+	if m.Tmp == NoLimit {
+		return nil
+	}
+	return append(append([]string(nil), policy.PrivateDirs...), "/dev/shm")
+}
+
+// cHelperCall is what the server needs to turn the reports of one call's
+// helper in C, and of its exec stage, into the Go helper's.
+type cHelperCall struct {
+	s     *spec
+	ops   []hop
+	tmp   []string
+	stage *cStageCall
+	// stageParts collects the stage's partial failures (its rlimits)
+	// until its setup report.
+	stageParts []error
+}
+
+// encodeHelperBlock lays s out as the helper's block, ops (cHelperOps) its
+// steps; stageFD and netFD are the helper's descriptors of the exec stage's
+// memfd and of the proxy's socket (-1: none).
+func encodeHelperBlock(s *spec, ops []hop, stageFD, netFD int) ([]byte, *cHelperCall, error) {
+	// The stage's block, with a root the helper fills in once it has
+	// built it (the stage starts after that, and checks it).
+	st := *s
+	st.Root = &rootID{}
+	stageBlock, stageCall, err := encodeBlock(&st)
+	if err != nil {
+		return nil, nil, err
+	}
+	call := &cHelperCall{s: s, ops: ops, tmp: cHelperTmpDirs(s.Mech), stage: stageCall}
+	var b blockWriter
+	b.buf = make([]byte, helperHeaderSize, 4096+len(stageBlock))
+	hdr := make([]uint64, helperHeaderSize/8)
+	hdr[0] = helperMagic | uint64(cstage.HelperProtocol)<<32
+	hdr[3], hdr[4] = uint64(s.UID), uint64(s.GID)
+	if s.Timeout > 0 {
+		hdr[5] = uint64(s.Timeout)
+	}
+	var words []uint64
+	for _, o := range ops {
+		e := o.en
+		if o.code == hopMount {
+			e = b.str(o.e)
+		}
+		words = append(words, o.code, o.flags, o.slot, b.str(o.a), b.str(o.b), b.str(o.c), o.d, e)
+	}
+	hdr[6], hdr[7] = uint64(len(ops)), b.words(words)
+	hdr[8], hdr[9] = uint64(len(stageBlock)), b.bytes(stageBlock)
+	hdr[10], hdr[11] = uint64(len(call.tmp)), b.strs(call.tmp)
+	hdr[12] = uint64(stageFD)
+	hdr[13] = ^uint64(0)
+	if netFD >= 0 {
+		hdr[13] = uint64(netFD)
+	}
+	b.buf = append(b.buf, 0)
+	hdr[1] = uint64(len(b.buf))
+	for i, w := range hdr {
+		binary.NativeEndian.PutUint64(b.buf[8*i:], w)
+	}
+	if b.err != nil {
+		return nil, nil, b.err
+	}
+	return b.buf, call, nil
+}
+
+// The helper's reports (helper.c's K_*, S_*, H_*).
+const (
+	hkindSetup = 2
+	hkindTook  = 5
+	hkindExit  = 6
+
+	exitTimedOut = 1
+)
+
+// hsteps names the step of an op that failed, as the Go helper's message
+// does (helper.c's S_*, from 1).
+var hsteps = []string{"", "", "open", "open_tree", "mount_setattr", "open", "move_mount",
+	"fsopen", "fsconfig mode", "fsconfig size", "fsconfig create", "fsmount",
+	"socket", "bind " + strings.TrimPrefix(proxyURL, "http://"), "listen", "sendmsg(SCM_RIGHTS)",
+	"ioctl(SIOCGIFFLAGS lo)", "ioctl(SIOCSIFFLAGS lo)", "fstat", "no kept mount"}
+
+const (
+	hstepOpenSrc    = 2
+	hstepOpenTarget = 5
+)
+
+// hfailures names the helper's failures outside its ops (helper.c's H_*,
+// from 100).
+var hfailures = []string{"helper instructions", "prctl(PR_SET_DUMPABLE)", "rt_sigprocmask", "close_range",
+	"pipe", "start exec stage", "write the exec stage's setgroups", "write the exec stage's uid_map",
+	"write the exec stage's gid_map", "start exec stage", "statx /", "hand the exec stage its spec",
+	"wait4", "start exec stage", "clock_gettime"}
+
+// report turns one record of the helper's, or of its exec stage, into the
+// Go helper's report; ok is false for a record that makes none (a partial
+// failure of the stage, kept for its setup report).
+func (c *cHelperCall) report(cr cReport) (r report, ok bool) {
+	if cr.magic == blockMagic { // the exec stage's
+		switch cr.kind {
+		case kindReady:
+			return report{Ready: true}, true
+		case kindPart:
+			c.stageParts = append(c.stageParts, c.stage.rlimitError(cr))
+			return report{}, false
+		case kindSetup:
+			return report{Setup: asSetupError(c.stage.setupError(cr, c.stageParts))}, true
+		case kindStart:
+			return report{Start: c.stage.startError(cr)}, true
+		}
+	}
+	if cr.magic != helperMagic {
+		return report{Setup: &SetupError{Op: "sandbox helper", Err: "unreadable report"}}, true
+	}
+	switch cr.kind {
+	case hkindTook:
+		return report{Took: true}, true
+	case hkindSetup:
+		return report{Setup: c.setupError(cr)}, true
+	case hkindExit:
+		return report{Exit: c.exit(cr)}, true
+	}
+	return report{Setup: &SetupError{Op: "sandbox helper", Err: fmt.Sprintf("unknown report %d", cr.kind)}}, true
+}
+
+// setupError is the Go helper's SetupError for the failure cr reports.
+func (c *cHelperCall) setupError(cr cReport) *SetupError {
+	e := cr.errno
+	if cr.op >= 100 {
+		i := int(cr.op - 100)
+		if i >= len(hfailures) {
+			return asSetupError(bug(fmt.Errorf("helper: unknown failure %d (errno %d)", cr.op, e)))
+		}
+		if i == 0 { // the block
+			why := blockRefusals[cr.index]
+			if cr.index == 10 {
+				why = "an unknown op"
+			}
+			if e != 0 {
+				return &SetupError{Op: hfailures[0], Err: why + ": " + e.Error(), Errno: e}
+			}
+			return asSetupError(bug(&SetupError{Op: hfailures[0], Err: why}))
+		}
+		if e == 0 {
+			return &SetupError{Op: hfailures[i], Err: "failed"}
+		}
+		return setupError(hfailures[i], e)
+	}
+	if int(cr.index) >= len(c.ops) || c.ops[cr.index].code != uint64(cr.op) {
+		return asSetupError(bug(fmt.Errorf("helper: report on op %d (%d) of %d", cr.index, cr.op, len(c.ops))))
+	}
+	o := c.ops[cr.index]
+	step := ""
+	if cr.v[0] < uint64(len(hsteps)) {
+		step = hsteps[cr.v[0]]
+	}
+	if o.desc == "" {
+		return &SetupError{Op: step, Err: errnoError(e).Error(), Errno: e}
+	}
+	var err error = e
+	switch {
+	case cr.v[0] == hstepOpenSrc || cr.v[0] == hstepOpenTarget:
+		path := o.a
+		if cr.v[0] == hstepOpenTarget {
+			path = o.b
+			if o.code == hopTmpfs {
+				path = o.c
+			}
+		}
+		path = strings.TrimPrefix(strings.TrimPrefix(path, newRoot), oldRoot)
+		err = fmt.Errorf("open %s: %w", path, e)
+		if e == unix.ELOOP {
+			err = fmt.Errorf("%s: a symbolic link is in the way", path)
+		}
+	case step != "" && e != 0:
+		err = fmt.Errorf("%s: %w", step, e)
+	case e == 0:
+		err = errors.New(step)
+	}
+	return setupError(o.desc, err)
+}
+
+// exit is the Go helper's exit report for the helper's exit record: its
+// wait status, peak RSS, the task peak (0: not counted) and the first full
+// tmpfs.
+func (c *cHelperCall) exit(cr cReport) *exitReport {
+	ws := unix.WaitStatus(uint32(cr.v[0]))
+	er := &exitReport{MaxRSS: int64(cr.v[1]) * 1024}
+	timedOut := cr.index&exitTimedOut != 0
+	full := ""
+	if i := cr.v[3]; i > 0 && int(i) <= len(c.tmp) {
+		full = c.tmp[i-1]
+	}
+	if timedOut {
+		er.Code, er.Signal, er.TimedOut = -1, int(unix.SIGKILL), true
+		er.MaxRSS = 0
+		er.Limit = limitVerdict(c.s.Limits, c.s.Mech, nil, 0, int(cr.v[2]), full)
+		return er
+	}
+	switch {
+	case ws.Exited():
+		er.Code = ws.ExitStatus()
+	case ws.Signaled():
+		er.Code = -1
+		er.Signal = int(ws.Signal())
+	}
+	er.Limit = limitVerdict(c.s.Limits, c.s.Mech, &ws, er.MaxRSS, int(cr.v[2]), full)
+	return er
+}
+
+// cHelperSysProcAttr is what startHelper gives the Go helper, for the
+// helper in C: the same namespaces and maps, a session of its own, killed
+// with the server (the caller must start it from a locked thread, as
+// startHelper does).
+func cHelperSysProcAttr(uid, gid int, hostNetwork bool) *syscall.SysProcAttr {
+	flags := uintptr(namespaceFlags)
+	if hostNetwork {
+		flags &^= syscall.CLONE_NEWNET
+	}
+	return &syscall.SysProcAttr{
+		Cloneflags:                 flags,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		Setsid:                     true,
+		Pdeathsig:                  syscall.SIGKILL,
+	}
+}

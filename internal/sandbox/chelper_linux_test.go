@@ -1,0 +1,360 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
+	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox/cstage"
+)
+
+// cHelperFiles returns the memfds of the helper in C and of the C exec
+// stage, or skips when they were not built (cstage/build.sh); with
+// NANOSANDBOX_REQUIRE_CSTAGE set it fails instead. It skips too where user
+// namespaces cannot be made.
+func cHelperFiles(t *testing.T) (helper, stage *os.File) {
+	t.Helper()
+	cStageBlob(t)
+	if cstage.HelperBlob(runtime.GOARCH) == nil {
+		why := "no helper in C built for this source (run internal/sandbox/cstage/build.sh)"
+		if os.Getenv("NANOSANDBOX_REQUIRE_CSTAGE") != "" {
+			t.Fatalf("NANOSANDBOX_REQUIRE_CSTAGE is set, and there is %s", why)
+		}
+		t.Skip(why)
+	}
+	probe := exec.Command("/bin/true")
+	probe.SysProcAttr = cHelperSysProcAttr(os.Getuid(), os.Getgid(), false)
+	if err := probe.Run(); err != nil {
+		t.Skipf("needs user namespaces: %v", err)
+	}
+	helper, stage = cHelperFile(), cStageFile()
+	if helper == nil || stage == nil {
+		t.Fatal("the blobs are built, and their memfds could not be made")
+	}
+	return helper, stage
+}
+
+// cHelperRun is how one run of the helper in C ended.
+type cHelperRun struct {
+	reports []report
+	stdout  string
+	stderr  string
+	code    int // the helper's exit status
+	// proxyGot is what a connection to the proxy's socket sent, when the
+	// test accepted one.
+	proxyGot string
+}
+
+// runCHelper starts the helper in C as startHelper starts the Go one (the
+// same namespaces, maps, session and death signal, from a locked thread),
+// hands it the block for s, and returns what it reported. With accept, it
+// accepts one connection on the proxy's socket the helper hands over and
+// reads it to EOF.
+func runCHelper(t *testing.T, s *spec, accept bool, mutate func([]byte) []byte) cHelperRun {
+	t.Helper()
+	helperMem, stageMem := cHelperFiles(t)
+	s.UID, s.GID = os.Getuid(), os.Getgid()
+	ops, err := cHelperOps(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stageFD = 6
+	block, call, err := encodeHelperBlock(s, ops, stageFD, netFD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mutate != nil {
+		block = mutate(block)
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	netServer, netHelper, err := netPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	// The path names the helper's memfd as the child has it, once its
+	// descriptors are in place: the server's own number for it may be
+	// another of them by then.
+	const helperFD = stageFD + 1
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/fd/" + strconv.Itoa(helperFD),
+		Args:        []string{"nanosandbox-mcp: sandbox"},
+		Env:         []string{},
+		ExtraFiles:  []*os.File{specR, repW, netHelper, stageMem, helperMem},
+		Stdout:      &stdout,
+		Stderr:      &stderr,
+		SysProcAttr: cHelperSysProcAttr(s.UID, s.GID, s.HostNetwork),
+		WaitDelay:   waitDelay,
+	}
+	started := make(chan error, 1)
+	exited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	specR.Close()
+	repW.Close()
+	netHelper.Close()
+	var run cHelperRun
+	proxyDone := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() {
+		defer close(proxyDone)
+		l, err := receiveListener(ctx, netServer)
+		if err != nil || !accept {
+			if l != nil {
+				l.Close()
+			}
+			return
+		}
+		defer l.Close()
+		l.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(c)
+		c.Close()
+		run.proxyGot = string(b)
+	}()
+	go func() {
+		specW.Write(block) // fails once the helper has refused a block and ended
+		specW.Close()
+	}()
+	raw, _ := io.ReadAll(repR)
+	repR.Close()
+	<-exited
+	<-proxyDone
+	run.code = cmd.ProcessState.ExitCode()
+	run.stdout, run.stderr = stdout.String(), stderr.String()
+	if len(raw)%reportSize != 0 {
+		t.Fatalf("reports of %d bytes, not a multiple of %d", len(raw), reportSize)
+	}
+	for i := 0; i < len(raw); i += reportSize {
+		if r, ok := call.report(decodeCReport(raw[i:])); ok {
+			run.reports = append(run.reports, r)
+		}
+	}
+	return run
+}
+
+// cHelperSpec is a call in a minimal sandbox: the host's tree read-only,
+// a private /tmp (the working directory), Landlock with /tmp writable.
+func cHelperSpec(args ...string) *spec {
+	return &spec{
+		Ops:  []mountOp{{Kind: opTmpfs, Path: "/tmp", Dir: true, Mode: 0o1777, Size: 1 << 20}},
+		Dir:  "/tmp",
+		Path: "sh",
+		Args: append([]string{"-c"}, args...),
+		Env:  []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C"},
+		Limits: policy.Limits{MemoryBytes: 3 << 30, MaxProcesses: 4000, MaxFileBytes: 1 << 30,
+			TmpBytes: 1 << 20},
+		Mech:        Mechanisms{Memory: ByRlimit, Processes: ByRlimit, FileSize: ByRlimit, Tmp: ByTmpfs},
+		LandlockABI: landlockABI(),
+		Landlock: landlockRules{
+			ReadOnly: []string{"/"},
+			Writable: []string{"/tmp", "/dev/shm"},
+			Devices:  []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"},
+		},
+	}
+}
+
+// exitOf returns the exit report among rs, failing on a setup or start
+// error.
+func exitOf(t *testing.T, run cHelperRun) *exitReport {
+	t.Helper()
+	var er *exitReport
+	for _, r := range run.reports {
+		switch {
+		case r.Setup != nil:
+			t.Fatalf("setup failed: %v (stderr %q)", r.Setup, run.stderr)
+		case r.Start != nil:
+			t.Fatalf("start failed: %v", r.Start)
+		case r.Exit != nil:
+			er = r.Exit
+		}
+	}
+	if er == nil {
+		t.Fatalf("no exit report: %+v, helper status %d, stderr %q", run.reports, run.code, run.stderr)
+	}
+	return er
+}
+
+// TestCHelperMinimalRoot is the first milestone: the helper in C, in the
+// server's namespaces, builds a read-only root with a private /tmp,
+// pivots into it, brings up loopback, hands the proxy's socket over,
+// starts the C exec stage from its memfd in a nested user namespace, reaps
+// the command and reports its exit status.
+func TestCHelperMinimalRoot(t *testing.T) {
+	bash := "/bin/bash"
+	if _, err := os.Stat(bash); err != nil {
+		t.Skip("needs /bin/bash for its /dev/tcp")
+	}
+	s := cHelperSpec(`echo pid $$; id -u; cat /proc/self/uid_map
+echo x > /tmp/f && echo tmp-writable
+(echo x > /etc/nsb-helper-test) 2>/dev/null || echo etc-read-only
+grep -q ' / / .*\bro\b' /proc/self/mountinfo && echo root-read-only
+ls /dev | tr '\n' ' '; echo
+cat /sys/class/net/lo/flags 2>/dev/null; ip -o link show lo 2>/dev/null | grep -o 'LOOPBACK,UP'
+` + bash + ` -c 'echo through-the-proxy > /dev/tcp/127.0.0.1/3128' && echo sent
+exit 7`)
+	run := runCHelper(t, s, true, nil)
+	t.Logf("the command's output:\n%s", run.stdout)
+	er := exitOf(t, run)
+	if er.Code != 7 || er.Signal != 0 || er.TimedOut || er.Limit != nil {
+		t.Errorf("exit %+v, want status 7", er)
+	}
+	if len(run.reports) < 3 || !run.reports[0].Took || !run.reports[1].Ready {
+		t.Errorf("reports %+v, want Took, Ready, then Exit", run.reports)
+	}
+	uid := strconv.Itoa(os.Getuid())
+	for _, want := range []string{
+		"pid 2\n", "\n" + uid + "\n", "tmp-writable", "etc-read-only", "root-read-only",
+		"LOOPBACK,UP", "sent", "null", "ptmx", "pts", "shm",
+	} {
+		if !strings.Contains(run.stdout, want) {
+			t.Errorf("output lacks %q:\n%s\nstderr: %s", want, run.stdout, run.stderr)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^\s*` + uid + `\s+0\s+1$`).MatchString(run.stdout) {
+		t.Errorf("the command's uid map is not the caller's (%s 0 1):\n%s", uid, run.stdout)
+	}
+	if run.proxyGot != "through-the-proxy\n" {
+		t.Errorf("the proxy's socket got %q, want the command's line", run.proxyGot)
+	}
+	if _, err := os.Stat("/etc/nsb-helper-test"); err == nil {
+		os.Remove("/etc/nsb-helper-test")
+		t.Error("the command wrote the host's /etc")
+	}
+}
+
+// TestCHelperTimeout checks that the helper ends the call at its timeout,
+// and says so, and that a full tmpfs is named as the limit.
+func TestCHelperTimeout(t *testing.T) {
+	s := cHelperSpec(`head -c 2000000 /dev/zero > /tmp/big; sleep 30`)
+	s.Timeout = 300 * time.Millisecond
+	began := time.Now()
+	run := runCHelper(t, s, false, nil)
+	er := exitOf(t, run)
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("took %v", took)
+	}
+	if !er.TimedOut || er.Signal != int(unix.SIGKILL) {
+		t.Errorf("exit %+v, want timed out, SIGKILL", er)
+	}
+	if er.Limit == nil || er.Limit.Kind != tmpLimit || er.Limit.Dir != "/tmp" {
+		t.Errorf("limit %+v, want /tmp's size", er.Limit)
+	}
+}
+
+// TestCHelperStartError checks that the stage's reports reach the server
+// through the helper in C, as the Go stage's would.
+func TestCHelperStartError(t *testing.T) {
+	s := cHelperSpec()
+	s.Path, s.Args = "no-such-program-anywhere", nil
+	run := runCHelper(t, s, false, nil)
+	var start *StartError
+	for _, r := range run.reports {
+		if r.Start != nil {
+			start = r.Start
+		}
+	}
+	if start == nil || !start.NotFound {
+		t.Fatalf("reports %+v, want a not-found start error", run.reports)
+	}
+	if want := notInPath(s.Path); start.Error() != want.Error() {
+		t.Errorf("got %q, want %q", start.Error(), want.Error())
+	}
+}
+
+// TestCHelperSetupErrors checks the helper's own failures and their
+// messages, the Go helper's.
+func TestCHelperSetupErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*spec)
+		mutate func([]byte) []byte
+		want   string
+	}{
+		{"bind of a missing path", func(s *spec) {
+			s.Ops = append(s.Ops, mountOp{Kind: opBindRO, Path: "/etc", Src: "/no/such/dir", Dir: true})
+		}, nil, `sandbox setup failed: bind-ro /etc: open /no/such/dir: no such file or directory`},
+		{"protect of a missing path", func(s *spec) {
+			s.Ops = append(s.Ops, mountOp{Kind: opProtect, Path: "/no/such/file"})
+		}, nil, ""},
+		{"mask", func(s *spec) {
+			s.Ops = append(s.Ops, mountOp{Kind: opMask, Path: "/etc/hostname"})
+		}, nil, ""},
+		{"bad magic", nil, func(b []byte) []byte {
+			binary.NativeEndian.PutUint32(b, 0x1234)
+			return b
+		}, "sandbox setup failed: helper instructions: bad magic number"},
+		{"unknown op", nil, func(b []byte) []byte {
+			off := binary.NativeEndian.Uint64(b[7*8:])
+			binary.NativeEndian.PutUint64(b[off:], 99)
+			return b
+		}, "sandbox setup failed: helper instructions: an unknown op"},
+		{"op array beyond the block", nil, func(b []byte) []byte {
+			binary.NativeEndian.PutUint64(b[6*8:], 1<<40)
+			return b
+		}, "sandbox setup failed: helper instructions: an offset or count out of range"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := cHelperSpec("cat /etc/hostname; exit 3")
+			if tt.change != nil {
+				tt.change(s)
+			}
+			run := runCHelper(t, s, false, tt.mutate)
+			if tt.want == "" {
+				if er := exitOf(t, run); er.Code != 3 {
+					t.Errorf("exit %+v, want 3", er)
+				}
+				if tt.name == "mask" && strings.TrimSpace(run.stdout) != "" {
+					t.Errorf("the masked file reads %q, want nothing", run.stdout)
+				}
+				return
+			}
+			var got string
+			for _, r := range run.reports {
+				if r.Setup != nil {
+					got = r.Setup.Error()
+				}
+			}
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("got %q, want it to start %q (reports %+v)", got, tt.want, run.reports)
+			}
+			if run.code != 255 {
+				t.Errorf("helper status %d, want 255", run.code)
+			}
+		})
+	}
+}
