@@ -73,6 +73,8 @@ const (
 	hopRecursive = 1 // hopBind: the whole tree
 	hopMissingOK = 2 // a path that is gone skips the op
 	hopAnyErrOK  = 4 // any failure skips the op
+	hopMake      = 8 // hopBind, hopTmpfs: a missing mount point is made below e
+	hopDir       = 16
 )
 
 // hop is one op of the helper's block.
@@ -80,8 +82,8 @@ type hop struct {
 	code, flags, slot uint64
 	a, b, c           string // string arguments, as the code says
 	d                 uint64
-	e                 string // hopMount's data
-	en                uint64 // hopListen's backlog
+	e                 string // hopMount's data; the root below which hopMake makes a mount point
+	en                uint64 // hopListen's backlog, when e is empty
 	// desc names the op as the Go helper's message would ("mount tmpfs
 	// /tmp"); "" where the step alone names it (the loopback, the proxy).
 	desc string
@@ -91,8 +93,7 @@ type hop struct {
 // order: enterScratch, a root caller's idmapped trees (idmapped, as
 // rootCaller.paths: one descriptor each from idmapFD on), buildRoot, the
 // network, pid_max, readOnlyProc. What it needs to know of the host, it
-// asks now (the server sees the same /dev and /proc). It returns an error
-// for a plan it cannot do yet: a mount point to make (Make, not in C yet).
+// asks now (the server sees the same /dev and /proc).
 func cHelperOps(s *spec, idmapped []string) ([]hop, error) {
 	var ops []hop
 	add := func(o hop) { ops = append(ops, o) }
@@ -159,10 +160,17 @@ func cHelperOps(s *spec, idmapped []string) ([]hop, error) {
 	// The plan's ops (runOp).
 	var seal []uint64
 	for _, op := range s.Ops {
-		if op.Make {
-			return nil, fmt.Errorf("%s %s: making a mount point is not in the helper in C yet", op.Kind, op.Path)
-		}
 		target := newRoot + op.Path
+		mark := len(ops) // the op added for it, which may make its mount point
+		makeIn := func(dir bool) {
+			if op.Make && len(ops) > mark {
+				ops[mark].flags |= hopMake
+				if dir {
+					ops[mark].flags |= hopDir
+				}
+				ops[mark].e = newRoot
+			}
+		}
 		switch op.Kind {
 		case opTmpfs, opHide:
 			mode := op.Mode
@@ -176,6 +184,7 @@ func cHelperOps(s *spec, idmapped []string) ([]hop, error) {
 			if slot := tmpfs(strconv.FormatUint(uint64(mode), 8), sizeArg(size), target, op.Kind == opHide, "mount tmpfs "+op.Path); slot != 0 {
 				seal = append(seal, slot)
 			}
+			makeIn(true)
 		case opMask:
 			bind(emptyFile, target, unix.MOUNT_ATTR_RDONLY|nosuidNodev|unix.MOUNT_ATTR_NOEXEC, 0, "mask "+op.Path)
 		case opProtect, opPin:
@@ -195,6 +204,7 @@ func cHelperOps(s *spec, idmapped []string) ([]hop, error) {
 				attr |= unix.MOUNT_ATTR_RDONLY
 			}
 			bind(oldRoot+op.Src, target, attr, hopRecursive, op.Kind.String()+" "+op.Path)
+			makeIn(op.Dir)
 		default:
 			return nil, bug(fmt.Errorf("mount step %d", op.Kind))
 		}
@@ -279,7 +289,7 @@ func encodeHelperBlock(s *spec, ops []hop, stageFD, netFD int) ([]byte, *cHelper
 	var words []uint64
 	for _, o := range ops {
 		e := o.en
-		if o.code == hopMount {
+		if o.code == hopMount || o.e != "" {
 			e = b.str(o.e)
 		}
 		words = append(words, o.code, o.flags, o.slot, b.str(o.a), b.str(o.b), b.str(o.c), o.d, e)
@@ -317,11 +327,14 @@ const (
 var hsteps = []string{"", "", "open", "open_tree", "mount_setattr", "open", "move_mount",
 	"fsopen", "fsconfig mode", "fsconfig size", "fsconfig create", "fsmount",
 	"socket", "bind " + strings.TrimPrefix(proxyURL, "http://"), "listen", "sendmsg(SCM_RIGHTS)",
-	"ioctl(SIOCGIFFLAGS lo)", "ioctl(SIOCSIFFLAGS lo)", "fstat", "no kept mount"}
+	"ioctl(SIOCGIFFLAGS lo)", "ioctl(SIOCSIFFLAGS lo)", "fstat", "no kept mount",
+	"mount point %s", "mount point %s: remove what is in the way", "mkdir %s", "create %s", "open %s"}
 
 const (
 	hstepOpenSrc    = 2
 	hstepOpenTarget = 5
+	hstepMakeOpen   = 20 // the first of the steps of making a mount point
+	hstepMakeReopen = 24
 )
 
 // hfailures names the helper's failures outside its ops (helper.c's H_*,
@@ -411,6 +424,17 @@ func (c *cHelperCall) setupError(cr cReport) *SetupError {
 		if e == unix.ELOOP {
 			err = fmt.Errorf("%s: a symbolic link is in the way", path)
 		}
+	case cr.v[0] >= hstepMakeOpen && cr.v[0] <= hstepMakeReopen:
+		target := o.b
+		if o.code == hopTmpfs {
+			target = o.c
+		}
+		parts := strings.Split(strings.TrimPrefix(target, o.e+"/"), "/")
+		at := o.e
+		if k := int(cr.v[1]); k > 0 && k <= len(parts) {
+			at = "/" + strings.Join(parts[:k], "/")
+		}
+		err = fmt.Errorf("%s: %w", fmt.Sprintf(step, at), e)
 	case step != "" && e != 0:
 		err = fmt.Errorf("%s: %w", step, e)
 	case e == 0:

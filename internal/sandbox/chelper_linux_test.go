@@ -257,6 +257,39 @@ exit 7`)
 	}
 }
 
+// TestCHelperMakesMountPoints checks that the helper makes a missing mount
+// point in a tree the sandbox owns, as makeMountPoint does, and seals a
+// hidden tree read-only once its mounts are in.
+func TestCHelperMakesMountPoints(t *testing.T) {
+	host := t.TempDir()
+	if err := os.WriteFile(host+"/marker", []byte("from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := cHelperSpec(`cat /tmp/made/deeper/marker
+ls -ld /run/hidden/x >/dev/null && echo made-in-hidden
+(touch /run/hidden/y) 2>/dev/null || echo hidden-read-only
+exit 0`)
+	s.Ops = append(s.Ops,
+		mountOp{Kind: opTmpfs, Path: "/run", Dir: true, Mode: 0o755, Size: 1 << 20},
+		mountOp{Kind: opHide, Path: "/run/hidden", Dir: true, Mode: 0o755, Make: true},
+		mountOp{Kind: opBindRO, Path: "/tmp/made/deeper", Src: host, Dir: true, Make: true},
+		mountOp{Kind: opHide, Path: "/run/hidden/x", Dir: true, Mode: 0o700, Make: true},
+	)
+	sortOps(s.Ops)
+	run := runCHelper(t, s, false, nil)
+	if er := exitOf(t, run); er.Code != 0 {
+		t.Errorf("exit %+v, want 0; stderr %q", er, run.stderr)
+	}
+	for _, want := range []string{"from the host", "made-in-hidden", "hidden-read-only"} {
+		if !strings.Contains(run.stdout, want) {
+			t.Errorf("output lacks %q:\n%s\nstderr: %s", want, run.stdout, run.stderr)
+		}
+	}
+}
+
 // TestCHelperTimeout checks that the helper ends the call at its timeout,
 // and says so, and that a full tmpfs is named as the limit.
 func TestCHelperTimeout(t *testing.T) {

@@ -82,6 +82,11 @@ enum {
 	F_RECURSIVE = 1,    // OP_BIND: the whole tree (AT_RECURSIVE)
 	F_MISSING_OK = 2,   // a path that is gone (ENOENT) skips the op
 	F_ANY_ERROR_OK = 4, // any failure skips the op (the copied /proc and /dev, perhaps no mounts)
+	// OP_BIND and OP_TMPFS: a missing mount point is made (makeMountPoint
+	// in mount_linux.go), below the root named by e, which the target
+	// starts with; a directory with F_DIR, else an empty file.
+	F_MAKE = 8,
+	F_DIR = 16,
 };
 
 // ---- Reports ----
@@ -92,7 +97,7 @@ enum {
 	S_CALL = 1, S_OPEN_SRC, S_OPEN_TREE, S_SETATTR, S_OPEN_TARGET, S_MOVE_MOUNT,
 	S_FSOPEN, S_FSCONFIG_MODE, S_FSCONFIG_SIZE, S_FSCONFIG_CREATE, S_FSMOUNT,
 	S_SOCKET, S_BIND, S_LISTEN, S_SENDMSG, S_IOCTL_GET, S_IOCTL_SET, S_FSTAT,
-	S_SLOT,
+	S_SLOT, S_MAKE_OPEN, S_MAKE_REMOVE, S_MAKE_MKDIR, S_MAKE_CREATE, S_MAKE_REOPEN,
 };
 // A setup failure outside the ops (its op field; index 0).
 enum {
@@ -129,6 +134,13 @@ static __attribute__((noreturn)) void fail(u32 op, u32 index, int err, u64 step)
 }
 
 static __attribute__((noreturn)) void refuse(u32 why) { fail(H_BLOCK, why, 0, 0); }
+
+// fail_at is fail with the number of path components walked (make_point).
+static __attribute__((noreturn)) void fail_at(u32 op, u32 index, int err, u64 step, u64 part)
+{
+	put(K_SETUP, op, index, err, step, part, 0, 0);
+	exit_now(255);
+}
 
 static u8 *block;
 static u64 block_size;
@@ -223,10 +235,89 @@ static int op_error(u64 i, struct op *o, u64 step, s64 r)
 	fail((u32)o->code, (u32)i, errno_of(r), step);
 }
 
-// move_onto moves the detached tree onto target (attach in mount_linux.go).
+enum { RESOLVE_BENEATH = 8 };
+
+// make_point makes the mount point target, and any missing directory above
+// it, below root (makeMountPoint in mount_linux.go). It is only asked to in
+// trees the sandbox owns (its tmpfs, the private home), where a symlink or
+// a file in the way was left by an earlier command, and is replaced.
+static void make_point(u64 i, struct op *o, const char *target)
+{
+	u32 c = (u32)o->code, n = (u32)i;
+	const char *root = string(o->e);
+	u64 rl = 0;
+	while (root[rl])
+		rl++;
+	for (u64 k = 0; k < rl; k++)
+		if (target[k] != root[k])
+			refuse(B_OP);
+	if (target[rl] != '/')
+		refuse(B_OP);
+	const char *rel = target + rl + 1;
+	s64 cur = sys4(SYS_openat, AT_FDCWD, root, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (cur < 0)
+		fail_at(c, n, errno_of(cur), S_MAKE_REOPEN, 0);
+	struct open_how how = {O_PATH | O_CLOEXEC | O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
+	char name[256];
+	for (u64 part = 1; *rel; part++) {
+		u64 len = 0;
+		while (rel[len] && rel[len] != '/')
+			len++;
+		if (len == 0 || len >= sizeof name)
+			refuse(B_OP);
+		memcpy(name, rel, len);
+		name[len] = 0;
+		rel += len + (rel[len] == '/');
+		int want_dir = *rel != 0 || (o->flags & F_DIR);
+		s64 next = sys4(SYS_openat2, cur, name, &how, sizeof how);
+		if (next >= 0) {
+			struct statx st;
+			s64 r = sys5(SYS_statx, next, "", AT_EMPTY_PATH, STATX_TYPE, &st);
+			u32 type = st.mode & S_IFMT;
+			if (r == 0 && (type == S_IFDIR) == want_dir && type != S_IFLNK) {
+				sys1(SYS_close, cur);
+				cur = next;
+				continue;
+			}
+			sys1(SYS_close, next);
+			// Something else is in the way: replace it.
+			if ((r = sys3(SYS_unlinkat, cur, name, 0)) < 0)
+				fail_at(c, n, errno_of(r), S_MAKE_REMOVE, part);
+		} else if (errno_of(next) == ELOOP) {
+			s64 r = sys3(SYS_unlinkat, cur, name, 0);
+			if (r < 0)
+				fail_at(c, n, errno_of(r), S_MAKE_REMOVE, part);
+		} else if (errno_of(next) != ENOENT) {
+			fail_at(c, n, errno_of(next), S_MAKE_OPEN, part);
+		}
+		if (want_dir) {
+			s64 r = sys3(SYS_mkdirat, cur, name, 0755);
+			if (r < 0 && errno_of(r) != EEXIST)
+				fail_at(c, n, errno_of(r), S_MAKE_MKDIR, part);
+		} else {
+			s64 f = sys4(SYS_openat, cur, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+			if (f < 0)
+				fail_at(c, n, errno_of(f), S_MAKE_CREATE, part);
+			sys1(SYS_close, f);
+		}
+		next = sys4(SYS_openat2, cur, name, &how, sizeof how);
+		if (next < 0)
+			fail_at(c, n, errno_of(next), S_MAKE_REOPEN, part);
+		sys1(SYS_close, cur);
+		cur = next;
+	}
+	sys1(SYS_close, cur);
+}
+
+// move_onto moves the detached tree onto target (attach in mount_linux.go),
+// making the mount point first where the op allows it.
 static int move_onto(u64 i, struct op *o, s64 tree, const char *target)
 {
 	s64 t = open_nofollow(target, 0);
+	if (t < 0 && (o->flags & F_MAKE)) {
+		make_point(i, o, target);
+		t = open_nofollow(target, 0);
+	}
 	if (t < 0)
 		return op_error(i, o, S_OPEN_TARGET, t);
 	s64 r = sys5(SYS_move_mount, tree, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
