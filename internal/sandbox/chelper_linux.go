@@ -302,6 +302,9 @@ func encodeHelperBlock(s *spec, ops []hop, stageFD, netFD int) ([]byte, *cHelper
 	if netFD >= 0 {
 		hdr[13] = uint64(netFD)
 	}
+	if s.Mech.countsTasks() {
+		hdr[14] = uint64(s.Limits.MaxProcesses)
+	}
 	b.buf = append(b.buf, 0)
 	hdr[1] = uint64(len(b.buf))
 	for i, w := range hdr {
@@ -342,7 +345,7 @@ const (
 var hfailures = []string{"helper instructions", "prctl(PR_SET_DUMPABLE)", "rt_sigprocmask", "close_range",
 	"pipe", "start exec stage", "write the exec stage's setgroups", "write the exec stage's uid_map",
 	"write the exec stage's gid_map", "start exec stage", "statx /", "hand the exec stage its spec",
-	"wait4", "start exec stage", "clock_gettime"}
+	"wait4", "start exec stage", "clock_gettime", "open /proc"}
 
 // report turns one record of the helper's, or of its exec stage, into the
 // Go helper's report; ok is false for a record that makes none (a partial

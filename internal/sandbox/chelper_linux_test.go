@@ -309,6 +309,26 @@ func TestCHelperTimeout(t *testing.T) {
 	}
 }
 
+// TestCHelperCountsTasks checks that the helper counts the command's tasks
+// where the process limit reports nothing itself, and that the server
+// names the limit from its count.
+func TestCHelperCountsTasks(t *testing.T) {
+	s := cHelperSpec(`i=0; while [ $i -lt 60 ]; do sleep 3 & i=$((i+1)); done 2>/dev/null; sleep 0.2; exit 1`)
+	s.Limits.MaxProcesses = 50
+	run := runCHelper(t, s, false, nil)
+	er := exitOf(t, run)
+	// As root RLIMIT_NPROC binds nothing and the shell exits 1; as
+	// another user its fork fails first (dash: status 2).
+	if er.Code == 0 || er.Limit == nil || er.Limit.Kind != processLimit || er.Limit.Mech != ByRlimit {
+		t.Errorf("exit %+v, limit %+v; want a failure and the process limit", er, er.Limit)
+	}
+	s = cHelperSpec(`sleep 0.1; exit 1`)
+	s.Limits.MaxProcesses = 50
+	if er := exitOf(t, runCHelper(t, s, false, nil)); er.Limit != nil {
+		t.Errorf("limit %+v for a command far below it, want none", er.Limit)
+	}
+}
+
 // TestCHelperStartError checks that the stage's reports reach the server
 // through the helper in C, as the Go stage's would.
 func TestCHelperStartError(t *testing.T) {

@@ -50,7 +50,8 @@ struct header {
 	u64 n_tmp, tmp;   // string offsets: the tmpfs checked for a full one at the end
 	u64 stage_fd;     // the stage's memfd
 	u64 net_fd;       // where the proxy's socket goes; ~0 when none
-	u64 reserved[2];
+	u64 tasks_limit;  // the process limit, when the helper counts tasks; else 0
+	u64 reserved;
 };
 _Static_assert(sizeof(struct header) == 128, "header");
 
@@ -103,7 +104,7 @@ enum {
 enum {
 	H_BLOCK = 100, H_DUMPABLE, H_SIGMASK, H_CLOSE_RANGE, H_PIPE, H_CLONE,
 	H_SETGROUPS, H_UID_MAP, H_GID_MAP, H_SYNC, H_STATX_ROOT, H_STAGE_WRITE,
-	H_WAIT, H_EXECVEAT, H_CLOCK,
+	H_WAIT, H_EXECVEAT, H_CLOCK, H_PROC,
 };
 // Why a block was refused (H_BLOCK's index), as stage.c's.
 enum {
@@ -691,6 +692,117 @@ static s64 start_stage(struct header *h)
 	return pid;
 }
 
+static u64 now_ns(void);
+
+struct timespec {
+	s64 sec, nsec;
+};
+
+// ---- Counting tasks (tasks_linux.go) ----
+//
+// Where the process limit is one that reports nothing when it refuses a
+// fork (RLIMIT_NPROC, pid_max), the helper counts the tasks of this pid
+// namespace but its own, and keeps the most seen; the server decides from
+// that whether the limit was reached. Every 20 ms, every millisecond past
+// half the limit, and whenever an orphan is reaped (a fork bomb's
+// processes are orphans, reaped while it is at its peak).
+
+static int proc_fd = -1;
+static u64 task_peak, last_count_ns;
+static u8 dents[32 << 10];
+#define MAX_PIDS (64 << 10)
+static u32 pids[MAX_PIDS];
+
+// threads_of reads num_threads, the 20th field of /proc/PID/stat, counted
+// from the last ')' (the command name may hold spaces and parentheses); 0
+// when it cannot.
+static u64 threads_of(u32 pid)
+{
+	char path[16];
+	char *p = put_dec(path, pid);
+	for (const char *s = "/stat"; *s;)
+		*p++ = *s++;
+	*p = 0;
+	s64 fd = sys4(SYS_openat, proc_fd, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	char b[512];
+	s64 n = sys3(SYS_read, fd, b, sizeof b);
+	sys1(SYS_close, fd);
+	if (n <= 0)
+		return 0;
+	s64 i = n - 1;
+	while (i >= 0 && b[i] != ')')
+		i--;
+	if (i < 0)
+		return 0;
+	// Fields after ')': state is the first, num_threads the 18th.
+	int field = 0;
+	for (i++; i < n; i++) {
+		if (b[i] == ' ') {
+			field++;
+			continue;
+		}
+		if (field == 18) {
+			u64 v = 0;
+			while (i < n && b[i] >= '0' && b[i] <= '9')
+				v = v * 10 + (u64)(b[i++] - '0');
+			return v;
+		}
+	}
+	return 0;
+}
+
+// count_tasks counts the tasks now, keeps the peak, and returns the count.
+// From half the limit on, threads are not counted (a fork bomb's
+// processes have one each, and reading each one's stat would slow the
+// count down when it must be quick).
+static u64 count_tasks(struct header *h, u64 now)
+{
+	u64 n = 0, kept = 0;
+	if (sys3(SYS_lseek, proc_fd, 0, 0) == 0) {
+		for (;;) {
+			s64 got = sys3(SYS_getdents64, proc_fd, dents, sizeof dents);
+			if (errno_of(got) == EINTR)
+				continue;
+			if (got <= 0)
+				break;
+			for (s64 off = 0; off + 19 <= got;) {
+				u16 reclen = (u16)(dents[off + 16] | dents[off + 17] << 8);
+				if (reclen < 19 || off + reclen > got)
+					break;
+				u64 pid = 0;
+				int numeric = 1;
+				for (s64 k = off + 19; k < off + reclen && dents[k]; k++) {
+					if (dents[k] < '0' || dents[k] > '9') {
+						numeric = 0;
+						break;
+					}
+					pid = pid * 10 + (dents[k] - '0');
+				}
+				if (numeric && pid > 1) {
+					n++;
+					if (kept < MAX_PIDS)
+						pids[kept++] = (u32)pid;
+				}
+				off += reclen;
+			}
+		}
+	}
+	if (n < h->tasks_limit / 2 && kept == n) {
+		u64 t = 0;
+		for (u64 k = 0; k < kept; k++) {
+			u64 th = threads_of(pids[k]);
+			t += th ? th : 1;
+		}
+		n = t;
+	}
+	if (n > task_peak)
+		task_peak = n;
+	last_count_ns = now;
+	return n;
+}
+
 // ---- The end ----
 
 struct statfs {
@@ -726,14 +838,12 @@ struct rusage {
 
 static __attribute__((noreturn)) void finish(struct header *h, u32 flags, u64 status, u64 maxrss_kib)
 {
-	put(K_EXIT, 0, flags, 0, status, maxrss_kib, 0, full_tmp(h));
+	if (proc_fd >= 0)
+		count_tasks(h, now_ns()); // once more, as peak() does
+	put(K_EXIT, 0, flags, 0, status, maxrss_kib, task_peak, full_tmp(h));
 	// The kernel kills what is left in the pid namespace.
 	exit_now(0);
 }
-
-struct timespec {
-	s64 sec, nsec;
-};
 
 static u64 now_ns(void)
 {
@@ -750,13 +860,26 @@ static u64 now_ns(void)
 static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs)
 {
 	u64 deadline = h->timeout_ns ? now_ns() + h->timeout_ns : 0;
+	u64 every = 0; // the next count's delay, when tasks are counted
+	if (h->tasks_limit) {
+		proc_fd = (int)sys4(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+		if (proc_fd < 0)
+			fail(H_PROC, 0, errno_of(proc_fd), 0);
+		every = 1;
+	}
 	for (;;) {
+		u64 now = now_ns();
+		if (deadline && now >= deadline)
+			finish(h, EXIT_TIMED_OUT, SIGKILL, 0);
+		if (every && now - last_count_ns >= every)
+			every = count_tasks(h, now) >= h->tasks_limit / 2 ? 1000000ul : 20000000ul;
+		u64 wake = deadline;
+		if (every && (wake == 0 || last_count_ns + every < wake))
+			wake = last_count_ns + every;
 		struct timespec ts, *tp = 0;
-		if (deadline) {
-			u64 now = now_ns();
-			if (now >= deadline)
-				finish(h, EXIT_TIMED_OUT, SIGKILL, 0);
-			u64 left = deadline - now;
+		if (wake) {
+			now = now_ns();
+			u64 left = wake > now ? wake - now : 0;
 			ts.sec = (s64)(left / 1000000000ul);
 			ts.nsec = (s64)(left % 1000000000ul);
 			tp = &ts;
@@ -764,7 +887,7 @@ static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs
 		u8 info[128];
 		s64 sig = sys4(SYS_rt_sigtimedwait, &sigs, info, tp, 8);
 		if (errno_of(sig) == EAGAIN || errno_of(sig) == EINTR)
-			continue; // the deadline, checked above
+			continue; // a deadline, checked above
 		if (sig < 0)
 			fail(H_WAIT, 1, errno_of(sig), 0);
 		if (sig != SIGCHLD) {
@@ -783,6 +906,9 @@ static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs
 				fail(H_WAIT, 0, errno_of(pid), 0);
 			if (pid == stage)
 				finish(h, 0, (u32)status, (u64)ru.maxrss);
+			// An orphan reparented to this process.
+			if (proc_fd >= 0 && (now = now_ns()) - last_count_ns >= 200000)
+				count_tasks(h, now);
 		}
 	}
 }

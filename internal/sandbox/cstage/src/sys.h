@@ -17,13 +17,13 @@ _Static_assert(sizeof(u64) == 8 && sizeof(void *) == 8, "64-bit targets only");
 
 #if defined(__x86_64__)
 enum {
-	SYS_read = 0, SYS_write = 1, SYS_close = 3, SYS_mmap = 9, SYS_ioctl = 16,
+	SYS_read = 0, SYS_write = 1, SYS_close = 3, SYS_lseek = 8, SYS_mmap = 9, SYS_ioctl = 16,
 	SYS_rt_sigprocmask = 14, SYS_getpid = 39, SYS_socket = 41, SYS_sendmsg = 46,
 	SYS_bind = 49, SYS_listen = 50, SYS_clone = 56, SYS_execve = 59, SYS_wait4 = 61,
 	SYS_kill = 62, SYS_fcntl = 72, SYS_chdir = 80, SYS_getuid = 102,
 	SYS_capget = 125, SYS_capset = 126, SYS_rt_sigtimedwait = 128, SYS_statfs = 137,
 	SYS_pivot_root = 155, SYS_prctl = 157, SYS_mount = 165, SYS_umount2 = 166,
-	SYS_clock_gettime = 228, SYS_exit_group = 231, SYS_openat = 257, SYS_mkdirat = 258,
+	SYS_getdents64 = 217, SYS_clock_gettime = 228, SYS_exit_group = 231, SYS_openat = 257, SYS_mkdirat = 258,
 	SYS_unlinkat = 263, SYS_symlinkat = 266, SYS_dup3 = 292, SYS_pipe2 = 293,
 	SYS_prlimit64 = 302, SYS_seccomp = 317, SYS_execveat = 322, SYS_statx = 332,
 };
@@ -51,6 +51,7 @@ enum {
 	SYS_dup3 = 24, SYS_fcntl = 25, SYS_ioctl = 29, SYS_mkdirat = 34, SYS_unlinkat = 35,
 	SYS_symlinkat = 36, SYS_umount2 = 39, SYS_mount = 40, SYS_pivot_root = 41,
 	SYS_statfs = 43, SYS_chdir = 49, SYS_openat = 56, SYS_close = 57, SYS_pipe2 = 59,
+	SYS_getdents64 = 61, SYS_lseek = 62,
 	SYS_read = 63, SYS_write = 64, SYS_capget = 90, SYS_capset = 91,
 	SYS_exit_group = 94, SYS_clock_gettime = 113, SYS_kill = 129,
 	SYS_rt_sigprocmask = 135, SYS_rt_sigtimedwait = 137, SYS_prctl = 167,
