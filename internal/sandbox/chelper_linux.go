@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -27,6 +28,65 @@ import (
 // stage's own block, which the helper passes on once it has built the
 // root. Its reports, and the stage's, are 64-byte records on the report
 // pipe, which cHelperCall turns into the Go helper's reports.
+
+// cHelperEnv, set to 1 in the server's environment, makes its helpers the
+// one in C, where both blobs were built (cstage/build.sh): an experiment,
+// off by default, so that the whole suite can run with it.
+const cHelperEnv = "NANOSANDBOX_EXPERIMENTAL_C_HELPER"
+
+// useCHelper reports whether the helpers are to be the one in C.
+func useCHelper() bool {
+	return os.Getenv(cHelperEnv) == "1" && cHelperFile() != nil && cStageFile() != nil
+}
+
+// cHelperStageFD is the helper's descriptor of the exec stage's memfd:
+// after stdio, the spec, the reports, the proxy's socket and a root
+// caller's idmapped trees (startHelper).
+func (s *linuxSandbox) cHelperStageFD() int {
+	n := idmapFD
+	if s.root != nil {
+		n += len(s.root.paths)
+	}
+	return n
+}
+
+// cHelperBlock is the block of the helper in C for sp.
+func (s *linuxSandbox) cHelperBlock(sp *spec) ([]byte, *cHelperCall, error) {
+	var idmapped []string
+	if s.root != nil {
+		idmapped = s.root.paths
+	}
+	ops, err := cHelperOps(sp, idmapped)
+	if err != nil {
+		return nil, nil, err
+	}
+	net := netFD
+	if sp.HostNetwork {
+		net = -1
+	}
+	return encodeHelperBlock(sp, ops, s.cHelperStageFD(), net)
+}
+
+// readCReports reads the records of a helper in C, and of its exec stage,
+// from r until it ends, and returns them as the Go helper's reports, in
+// order, but for Took, for which took is called instead.
+func readCReports(r io.Reader, call *cHelperCall, took func()) []report {
+	var rs []report
+	buf := make([]byte, reportSize)
+	for {
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return rs
+		}
+		rep, ok := call.report(decodeCReport(buf))
+		switch {
+		case !ok:
+		case rep.Took:
+			took()
+		default:
+			rs = append(rs, rep)
+		}
+	}
+}
 
 // cHelperFile returns the sealed memfd holding the helper in C for this
 // architecture, made at the first call, or nil when there is none.

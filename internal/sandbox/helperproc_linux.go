@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -50,6 +51,9 @@ type helperProc struct {
 	// reduced is set for a helper without namespaces, which kills what
 	// its call left itself (stop).
 	reduced bool
+	// ccall is set for the helper in C, once it is handed its call: its
+	// reports are binary records, which ccall decodes.
+	ccall *cHelperCall
 }
 
 // stopGrace is how long a helper without namespaces has to kill its
@@ -197,7 +201,18 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		}
 		childEnds = append(childEnds, trees...)
 	}
-	if f := cStageFile(); f != nil && !s.reduced {
+	if s.cHelper && !s.reduced {
+		// The helper in C instead of this binary (chelper_linux.go): the
+		// exec stage's memfd, then its own, after every descriptor at a
+		// fixed number; it is executed from its number in the child.
+		stage := 3 + len(h.cmd.ExtraFiles)
+		if stage != s.cHelperStageFD() {
+			return nil, bug(fmt.Errorf("the helper in C has its exec stage at %d, want %d", stage, s.cHelperStageFD()))
+		}
+		h.cmd.ExtraFiles = append(h.cmd.ExtraFiles, cStageFile(), cHelperFile())
+		h.cmd.Path = "/proc/self/fd/" + strconv.Itoa(stage+1)
+		h.cmd.Env = []string{}
+	} else if f := cStageFile(); f != nil && !s.reduced {
 		// The C exec stage, which the helper starts instead of this
 		// binary's Go one (cstage_linux.go); after every descriptor at a
 		// fixed number.
@@ -304,12 +319,18 @@ func (h *helperProc) hand(ctx context.Context, raw []byte) bool {
 	h.reports = reports
 	go func(repR *os.File) {
 		taken := false
-		rs := readReports(repR, func() {
+		tookFn := func() {
 			if !taken {
 				close(took)
 			}
 			taken = true
-		})
+		}
+		var rs []report
+		if h.ccall != nil {
+			rs = readCReports(repR, h.ccall, tookFn)
+		} else {
+			rs = readReports(repR, tookFn)
+		}
 		reports <- rs
 	}(h.repR)
 	if err != nil {

@@ -40,7 +40,10 @@ type linuxSandbox struct {
 	cgroups  *cgroupTree // nil unless a limit is held by cgroup v2
 	guard    *gitguard.Guard
 	root     *rootCaller // nil unless the caller is root (rootcaller_linux.go)
-	spares   spares
+	// cHelper is set when the helpers are the one in C (chelper_linux.go):
+	// only where asked for (cHelperEnv) and both blobs were built.
+	cHelper bool
+	spares  spares
 	// env is every command's environment: the policy's, and the proxy's
 	// variables unless the network is the host's.
 	env []string
@@ -76,6 +79,7 @@ func (s *linuxSandbox) prepare() error {
 		}
 	}
 	s.env = append(s.pol.Env(), proxyEnv(s.pol)...)
+	s.cHelper = useCHelper()
 	if s.uid == 0 {
 		r, err := newRootCaller(s.pol)
 		if err != nil {
@@ -180,12 +184,18 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 	} else {
 		sp.Ops = planCall(s.pol, s.static, gitOps(git.Protect), hostFS{})
 	}
-	raw, err := json.Marshal(sp)
+	var ccall *cHelperCall
+	var raw []byte
+	if s.cHelper {
+		raw, ccall, err = s.cHelperBlock(&sp)
+	} else if raw, err = json.Marshal(sp); err != nil {
+		err = bug(err)
+	}
 	if err != nil {
-		return Result{}, bug(err)
+		return Result{}, err
 	}
 
-	h, err := s.helperFor(ctx, c, raw)
+	h, err := s.helperFor(ctx, c, raw, ccall)
 	if err != nil {
 		return Result{}, err
 	}
@@ -256,12 +266,16 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 
 // helperFor hands the call's spec raw to the spare, when c's stdio goes
 // through pipes and the spare is alive, or else to a helper started now.
-func (s *linuxSandbox) helperFor(ctx context.Context, c *Command, raw []byte) (*helperProc, error) {
+// ccall is set when the helpers are the one in C, and raw its block.
+func (s *linuxSandbox) helperFor(ctx context.Context, c *Command, raw []byte, ccall *cHelperCall) (*helperProc, error) {
 	// A spare that died while it waited never took the call: the call
 	// goes to a helper started now instead.
 	var h *helperProc
 	if piped(c) {
 		h = s.spares.take()
+	}
+	if h != nil {
+		h.ccall = ccall
 	}
 	if h != nil && !h.hand(ctx, raw) {
 		go h.discard()
@@ -272,6 +286,7 @@ func (s *linuxSandbox) helperFor(ctx context.Context, c *Command, raw []byte) (*
 		if h, err = s.startHelper(c); err != nil {
 			return nil, err
 		}
+		h.ccall = ccall
 		h.hand(ctx, raw) // a fresh one that fails reports why, or its exit says
 	}
 	return h, nil
