@@ -50,13 +50,16 @@ func (s *linuxSandbox) cHelperStageFD() int {
 	return n
 }
 
-// cHelperBlock is the block of the helper in C for sp.
+// cHelperStartBlock is the block a helper in C of this sandbox is given as
+// it starts (startHelper).
+func (s *linuxSandbox) cHelperStartBlock() ([]byte, error) {
+	return encodeHelperStart(s.uid, s.gid, cHelperStartOps(s.idmapped()), s.cHelperStageFD())
+}
+
+// cHelperBlock is the block of the helper in C for the call sp, after its
+// start block.
 func (s *linuxSandbox) cHelperBlock(sp *spec) ([]byte, *cHelperCall, error) {
-	var idmapped []string
-	if s.root != nil {
-		idmapped = s.root.paths
-	}
-	ops, err := cHelperOps(sp, idmapped)
+	ops, err := cHelperCallOps(sp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,7 +67,15 @@ func (s *linuxSandbox) cHelperBlock(sp *spec) ([]byte, *cHelperCall, error) {
 	if sp.HostNetwork {
 		net = -1
 	}
-	return encodeHelperBlock(sp, ops, s.cHelperStageFD(), net)
+	return encodeHelperBlock(sp, cHelperStartOps(s.idmapped()), ops, s.cHelperStageFD(), net)
+}
+
+// idmapped lists the paths of a root caller's idmapped trees, or none.
+func (s *linuxSandbox) idmapped() []string {
+	if s.root == nil {
+		return nil
+	}
+	return s.root.paths
 }
 
 // readCReports reads the records of a helper in C, and of its exec stage,
@@ -149,12 +160,38 @@ type hop struct {
 	desc string
 }
 
-// cHelperOps lists what the helper in C does for s, in the Go helper's
-// order: enterScratch, a root caller's idmapped trees (idmapped, as
-// rootCaller.paths: one descriptor each from idmapFD on), buildRoot, the
-// network, pid_max, readOnlyProc. What it needs to know of the host, it
-// asks now (the server sees the same /dev and /proc).
-func cHelperOps(s *spec, idmapped []string) ([]hop, error) {
+// cHelperStartOps lists what the helper in C does before a call comes, as
+// the Go helper's enterScratch and attachIdmapped do: the scratch root,
+// then a root caller's idmapped trees (idmapped, as rootCaller.paths: one
+// descriptor each from idmapFD on). After them it starts the exec stage,
+// which waits for its block.
+func cHelperStartOps(idmapped []string) []hop {
+	const procFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	ops := []hop{
+		{code: hopMount, a: "", b: "/", c: "", d: unix.MS_REC | unix.MS_PRIVATE, desc: "mount --make-rprivate /"},
+		{code: hopMount, a: "tmpfs", b: scratch, c: "tmpfs", d: unix.MS_NOSUID | unix.MS_NODEV, e: "mode=0755,size=64k", desc: "mount tmpfs " + scratch},
+	}
+	for _, d := range []string{newRoot, oldRoot, "/proc"} {
+		ops = append(ops, hop{code: hopMkdir, a: scratch + d, d: 0o755, desc: "mkdir " + d})
+	}
+	ops = append(ops,
+		hop{code: hopCreate, a: scratch + emptyFile, d: 0o444, desc: "create " + emptyFile},
+		hop{code: hopPivot, a: scratch, b: scratch + oldRoot, desc: "pivot_root " + scratch},
+		hop{code: hopChdir, a: "/", desc: "chdir /"},
+		// This pid namespace's /proc, where the stage's maps are written.
+		hop{code: hopMount, a: "proc", b: "/proc", c: "proc", d: procFlags, desc: "mount proc on the scratch root"},
+	)
+	for i, p := range idmapped {
+		ops = append(ops, hop{code: hopAttachFD, d: uint64(idmapFD + i), b: oldRoot + p, desc: "idmapped mount " + p})
+	}
+	return ops
+}
+
+// cHelperCallOps lists what the helper in C does for the call s once it
+// has it, in the Go helper's order: buildRoot, the network, pid_max,
+// readOnlyProc. What it needs to know of the host, it asks now (the
+// server sees the same /dev and /proc).
+func cHelperCallOps(s *spec) ([]hop, error) {
 	var ops []hop
 	add := func(o hop) { ops = append(ops, o) }
 	mount := func(src, target, fstype string, flags uint64, data, desc string) {
@@ -177,20 +214,6 @@ func cHelperOps(s *spec, idmapped []string) ([]hop, error) {
 		nosuidNodev = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
 		procFlags   = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
 	)
-
-	// enterScratch.
-	mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "", "mount --make-rprivate /")
-	mount("tmpfs", scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k", "mount tmpfs "+scratch)
-	for _, d := range []string{newRoot, oldRoot, "/proc"} {
-		add(hop{code: hopMkdir, a: scratch + d, d: 0o755, desc: "mkdir " + d})
-	}
-	add(hop{code: hopCreate, a: scratch + emptyFile, d: 0o444, desc: "create " + emptyFile})
-	add(hop{code: hopPivot, a: scratch, b: scratch + oldRoot, desc: "pivot_root " + scratch})
-	add(hop{code: hopChdir, a: "/", desc: "chdir /"})
-	mount("proc", "/proc", "proc", procFlags, "", "mount proc on the scratch root")
-	for i, p := range idmapped {
-		add(hop{code: hopAttachFD, d: uint64(idmapFD + i), b: oldRoot + p, desc: "idmapped mount " + p})
-	}
 
 	// buildRoot: the host tree, read-only, nosuid and nodev all the way
 	// down; proc; the minimal /dev.
@@ -325,27 +348,67 @@ type cHelperCall struct {
 	stageParts []error
 }
 
-// encodeHelperBlock lays s out as the helper's block, ops (cHelperOps) its
-// steps; stageFD and netFD are the helper's descriptors of the exec stage's
-// memfd and of the proxy's socket (-1: none).
-func encodeHelperBlock(s *spec, ops []hop, stageFD, netFD int) ([]byte, *cHelperCall, error) {
+// helperStart is the flag of a start block (helper.c's HF_START).
+const helperStart = 1
+
+// encodeHelperStart is the block a helper in C is given as it starts,
+// before its call: start (cHelperStartOps), then the exec stage started
+// from stageFD as uid and gid.
+func encodeHelperStart(uid, gid int, start []hop, stageFD int) ([]byte, error) {
+	return encodeHelper(start, func(b *blockWriter, hdr []uint64) {
+		hdr[2] = helperStart
+		hdr[3], hdr[4] = uint64(uid), uint64(gid)
+		hdr[12] = uint64(stageFD)
+		hdr[13] = ^uint64(0)
+	})
+}
+
+// encodeHelperBlock lays the call s out as the helper's block: ops its
+// steps (cHelperCallOps), after the start block's (start; nil when the
+// call's block is the only one, and ops all of them). stageFD and netFD
+// are the helper's descriptors of the exec stage's memfd and of the
+// proxy's socket (-1: none).
+func encodeHelperBlock(s *spec, start, ops []hop, stageFD, netFD int) ([]byte, *cHelperCall, error) {
 	// The stage's block, with a root the helper fills in once it has
-	// built it (the stage starts after that, and checks it).
+	// built it (a stage started earlier had its root moved along; it
+	// checks it).
 	st := *s
 	st.Root = &rootID{}
 	stageBlock, stageCall, err := encodeBlock(&st)
 	if err != nil {
 		return nil, nil, err
 	}
-	call := &cHelperCall{s: s, ops: ops, tmp: cHelperTmpDirs(s.Mech), stage: stageCall}
+	call := &cHelperCall{s: s, ops: append(append([]hop(nil), start...), ops...), tmp: cHelperTmpDirs(s.Mech), stage: stageCall}
+	raw, err := encodeHelper(ops, func(b *blockWriter, hdr []uint64) {
+		hdr[3], hdr[4] = uint64(s.UID), uint64(s.GID)
+		if s.Timeout > 0 {
+			hdr[5] = uint64(s.Timeout)
+		}
+		hdr[8], hdr[9] = uint64(len(stageBlock)), b.bytes(stageBlock)
+		hdr[10], hdr[11] = uint64(len(call.tmp)), b.strs(call.tmp)
+		hdr[12] = uint64(stageFD)
+		hdr[13] = ^uint64(0)
+		if netFD >= 0 {
+			hdr[13] = uint64(netFD)
+		}
+		if s.Mech.countsTasks() {
+			hdr[14] = uint64(s.Limits.MaxProcesses)
+		}
+		hdr[15] = uint64(len(start))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, call, nil
+}
+
+// encodeHelper writes a block of the helper's: its ops, then what fill
+// adds and sets in its header.
+func encodeHelper(ops []hop, fill func(b *blockWriter, hdr []uint64)) ([]byte, error) {
 	var b blockWriter
-	b.buf = make([]byte, helperHeaderSize, 4096+len(stageBlock))
+	b.buf = make([]byte, helperHeaderSize, 4096)
 	hdr := make([]uint64, helperHeaderSize/8)
 	hdr[0] = helperMagic | uint64(cstage.HelperProtocol)<<32
-	hdr[3], hdr[4] = uint64(s.UID), uint64(s.GID)
-	if s.Timeout > 0 {
-		hdr[5] = uint64(s.Timeout)
-	}
 	var words []uint64
 	for _, o := range ops {
 		e := o.en
@@ -355,25 +418,16 @@ func encodeHelperBlock(s *spec, ops []hop, stageFD, netFD int) ([]byte, *cHelper
 		words = append(words, o.code, o.flags, o.slot, b.str(o.a), b.str(o.b), b.str(o.c), o.d, e)
 	}
 	hdr[6], hdr[7] = uint64(len(ops)), b.words(words)
-	hdr[8], hdr[9] = uint64(len(stageBlock)), b.bytes(stageBlock)
-	hdr[10], hdr[11] = uint64(len(call.tmp)), b.strs(call.tmp)
-	hdr[12] = uint64(stageFD)
-	hdr[13] = ^uint64(0)
-	if netFD >= 0 {
-		hdr[13] = uint64(netFD)
-	}
-	if s.Mech.countsTasks() {
-		hdr[14] = uint64(s.Limits.MaxProcesses)
-	}
-	b.buf = append(b.buf, 0)
+	fill(&b, hdr)
+	b.buf = append(b.buf, 0) // the last byte is NUL: every string ends inside
 	hdr[1] = uint64(len(b.buf))
 	for i, w := range hdr {
 		binary.NativeEndian.PutUint64(b.buf[8*i:], w)
 	}
 	if b.err != nil {
-		return nil, nil, b.err
+		return nil, b.err
 	}
-	return b.buf, call, nil
+	return b.buf, nil
 }
 
 // The helper's reports (helper.c's K_*, S_*, H_*).

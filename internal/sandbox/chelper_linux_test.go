@@ -57,26 +57,44 @@ type cHelperRun struct {
 	proxyGot string
 }
 
-// runCHelper starts the helper in C as startHelper starts the Go one (the
-// same namespaces, maps, session and death signal, from a locked thread),
-// hands it the block for s, and returns what it reported. With accept, it
-// accepts one connection on the proxy's socket the helper hands over and
-// reads it to EOF.
-func runCHelper(t *testing.T, s *spec, accept bool, mutate func([]byte) []byte) cHelperRun {
+// cHelperOpts are the ways a test runs the helper in C.
+type cHelperOpts struct {
+	// accept: the test accepts one connection on the proxy's socket the
+	// helper hands over, and reads it to EOF.
+	accept bool
+	// mutate changes the call's block before it is sent.
+	mutate func([]byte) []byte
+	// late: the call's block is the only one, and the stage starts once
+	// the root is built; else a start block comes first, as the server
+	// sends it, and the stage starts before the call.
+	late bool
+}
+
+// runCHelper starts the helper in C as startHelper starts it (the same
+// namespaces, maps, session and death signal, from a locked thread), hands
+// it the blocks for s, and returns what it reported.
+func runCHelper(t *testing.T, s *spec, o cHelperOpts) cHelperRun {
 	t.Helper()
 	helperMem, stageMem := cHelperFiles(t)
 	s.UID, s.GID = os.Getuid(), os.Getgid()
-	ops, err := cHelperOps(s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const stageFD = 6
-	block, call, err := encodeHelperBlock(s, ops, stageFD, netFD)
+	start := cHelperStartOps(nil)
+	ops, err := cHelperCallOps(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mutate != nil {
-		block = mutate(block)
+	var startBlock []byte
+	if o.late {
+		ops, start = append(start, ops...), nil
+	} else if startBlock, err = encodeHelperStart(s.UID, s.GID, start, stageFD); err != nil {
+		t.Fatal(err)
+	}
+	block, call, err := encodeHelperBlock(s, start, ops, stageFD, netFD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.mutate != nil {
+		block = o.mutate(block)
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -130,7 +148,7 @@ func runCHelper(t *testing.T, s *spec, accept bool, mutate func([]byte) []byte) 
 	go func() {
 		defer close(proxyDone)
 		l, err := receiveListener(ctx, netServer)
-		if err != nil || !accept {
+		if err != nil || !o.accept {
 			if l != nil {
 				l.Close()
 			}
@@ -147,7 +165,10 @@ func runCHelper(t *testing.T, s *spec, accept bool, mutate func([]byte) []byte) 
 		run.proxyGot = string(b)
 	}()
 	go func() {
-		specW.Write(block) // fails once the helper has refused a block and ended
+		// Either fails once the helper has refused a block and ended.
+		if _, err := specW.Write(startBlock); err == nil {
+			specW.Write(block)
+		}
 		specW.Close()
 	}()
 	raw, _ := io.ReadAll(repR)
@@ -227,7 +248,15 @@ ls /dev | tr '\n' ' '; echo
 cat /sys/class/net/lo/flags 2>/dev/null; ip -o link show lo 2>/dev/null | grep -o 'LOOPBACK,UP'
 ` + bash + ` -c 'echo through-the-proxy > /dev/tcp/127.0.0.1/3128' && echo sent
 exit 7`)
-	run := runCHelper(t, s, true, nil)
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stage started before the call", true: "stage started after the root"}[late], func(t *testing.T) {
+			checkMinimalRoot(t, s, late)
+		})
+	}
+}
+
+func checkMinimalRoot(t *testing.T, s *spec, late bool) {
+	run := runCHelper(t, s, cHelperOpts{accept: true, late: late})
 	t.Logf("the command's output:\n%s", run.stdout)
 	er := exitOf(t, run)
 	if er.Code != 7 || er.Signal != 0 || er.TimedOut || er.Limit != nil {
@@ -279,7 +308,7 @@ exit 0`)
 		mountOp{Kind: opHide, Path: "/run/hidden/x", Dir: true, Mode: 0o700, Make: true},
 	)
 	sortOps(s.Ops)
-	run := runCHelper(t, s, false, nil)
+	run := runCHelper(t, s, cHelperOpts{})
 	if er := exitOf(t, run); er.Code != 0 {
 		t.Errorf("exit %+v, want 0; stderr %q", er, run.stderr)
 	}
@@ -296,7 +325,7 @@ func TestCHelperTimeout(t *testing.T) {
 	s := cHelperSpec(`head -c 2000000 /dev/zero > /tmp/big; sleep 30`)
 	s.Timeout = 300 * time.Millisecond
 	began := time.Now()
-	run := runCHelper(t, s, false, nil)
+	run := runCHelper(t, s, cHelperOpts{})
 	er := exitOf(t, run)
 	if took := time.Since(began); took > 10*time.Second {
 		t.Errorf("took %v", took)
@@ -315,7 +344,7 @@ func TestCHelperTimeout(t *testing.T) {
 func TestCHelperCountsTasks(t *testing.T) {
 	s := cHelperSpec(`i=0; while [ $i -lt 60 ]; do sleep 3 & i=$((i+1)); done 2>/dev/null; sleep 0.2; exit 1`)
 	s.Limits.MaxProcesses = 50
-	run := runCHelper(t, s, false, nil)
+	run := runCHelper(t, s, cHelperOpts{})
 	er := exitOf(t, run)
 	// As root RLIMIT_NPROC binds nothing and the shell exits 1; as
 	// another user its fork fails first (dash: status 2).
@@ -324,7 +353,7 @@ func TestCHelperCountsTasks(t *testing.T) {
 	}
 	s = cHelperSpec(`sleep 0.1; exit 1`)
 	s.Limits.MaxProcesses = 50
-	if er := exitOf(t, runCHelper(t, s, false, nil)); er.Limit != nil {
+	if er := exitOf(t, runCHelper(t, s, cHelperOpts{})); er.Limit != nil {
 		t.Errorf("limit %+v for a command far below it, want none", er.Limit)
 	}
 }
@@ -334,7 +363,7 @@ func TestCHelperCountsTasks(t *testing.T) {
 func TestCHelperStartError(t *testing.T) {
 	s := cHelperSpec()
 	s.Path, s.Args = "no-such-program-anywhere", nil
-	run := runCHelper(t, s, false, nil)
+	run := runCHelper(t, s, cHelperOpts{})
 	var start *StartError
 	for _, r := range run.reports {
 		if r.Start != nil {
@@ -386,7 +415,7 @@ func TestCHelperSetupErrors(t *testing.T) {
 			if tt.change != nil {
 				tt.change(s)
 			}
-			run := runCHelper(t, s, false, tt.mutate)
+			run := runCHelper(t, s, cHelperOpts{mutate: tt.mutate})
 			if tt.want == "" {
 				if er := exitOf(t, run); er.Code != 3 {
 					t.Errorf("exit %+v, want 3", er)

@@ -201,10 +201,15 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		}
 		childEnds = append(childEnds, trees...)
 	}
+	var startBlock []byte
 	if s.cHelper && !s.reduced {
 		// The helper in C instead of this binary (chelper_linux.go): the
 		// exec stage's memfd, then its own, after every descriptor at a
 		// fixed number; it is executed from its number in the child.
+		// It is given its start block at once.
+		if startBlock, err = s.cHelperStartBlock(); err != nil {
+			return nil, err
+		}
 		stage := 3 + len(h.cmd.ExtraFiles)
 		if stage != s.cHelperStageFD() {
 			return nil, bug(fmt.Errorf("the helper in C has its exec stage at %d, want %d", stage, s.cHelperStageFD()))
@@ -252,6 +257,12 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		}
 		why, fix := diagnoseUserNS(err)
 		return nil, &SetupError{Op: "create namespaces", Err: "cannot create user namespaces: " + why, Fix: fix, Errno: errnoOf(err)}
+	}
+	if startBlock != nil {
+		// The pipe holds it (a few hundred bytes): this does not wait.
+		if _, err := h.specW.Write(startBlock); err != nil {
+			return nil, setupError("start the sandbox helper", err)
+		}
 	}
 	return h, nil
 }

@@ -39,6 +39,13 @@ NSB_START(helper_main);
 #define BLOCK_MAX (64ul << 20)
 #define MAX_SLOTS 4096
 
+// A start block (HF_START) comes first, as the helper starts, with what
+// needs no call: its ops (the scratch root), then the stage is started,
+// which waits for its block; then the call's block comes. Without a start
+// block, the first block is the call's, and the stage starts once the
+// root is built.
+enum { HF_START = 1 };
+
 struct header {
 	u32 magic, version;
 	u64 size;
@@ -51,7 +58,7 @@ struct header {
 	u64 stage_fd;     // the stage's memfd
 	u64 net_fd;       // where the proxy's socket goes; ~0 when none
 	u64 tasks_limit;  // the process limit, when the helper counts tasks; else 0
-	u64 reserved;
+	u64 op_base;      // added to an op's index in its reports
 };
 _Static_assert(sizeof(struct header) == 128, "header");
 
@@ -104,7 +111,7 @@ enum {
 enum {
 	H_BLOCK = 100, H_DUMPABLE, H_SIGMASK, H_CLOSE_RANGE, H_PIPE, H_CLONE,
 	H_SETGROUPS, H_UID_MAP, H_GID_MAP, H_SYNC, H_STATX_ROOT, H_STAGE_WRITE,
-	H_WAIT, H_EXECVEAT, H_CLOCK, H_PROC,
+	H_WAIT, H_EXECVEAT, H_CLOCK, H_PROC, H_STAGE_ENDED,
 };
 // Why a block was refused (H_BLOCK's index), as stage.c's.
 enum {
@@ -128,8 +135,12 @@ static void put(u32 kind, u32 op, u32 index, int err, u64 v0, u64 v1, u64 v2, u6
 	sys3(SYS_write, 4, &r, sizeof r);
 }
 
+static u64 op_base; // the block's, for the ops' reports
+
 static __attribute__((noreturn)) void fail(u32 op, u32 index, int err, u64 step)
 {
+	if (op < 100)
+		index += (u32)op_base;
 	put(K_SETUP, op, index, err, step, 0, 0, 0);
 	exit_now(255);
 }
@@ -139,7 +150,7 @@ static __attribute__((noreturn)) void refuse(u32 why) { fail(H_BLOCK, why, 0, 0)
 // fail_at is fail with the number of path components walked (make_point).
 static __attribute__((noreturn)) void fail_at(u32 op, u32 index, int err, u64 step, u64 part)
 {
-	put(K_SETUP, op, index, err, step, part, 0, 0);
+	put(K_SETUP, op, index + (u32)op_base, err, step, part, 0, 0);
 	exit_now(255);
 }
 
@@ -162,6 +173,7 @@ static char *string(u64 off)
 	return (char *)block + off;
 }
 
+// read_block reads one block; the last one, the call's, is followed by EOF.
 static struct header *read_block(void)
 {
 	struct header h;
@@ -190,13 +202,16 @@ static struct header *read_block(void)
 		fail(H_BLOCK, B_READ, errno_of(r), 0);
 	if ((u64)r < rest)
 		refuse(B_SHORT);
-	u8 extra;
-	r = read_full(3, &extra, 1);
-	if (r != 0)
-		refuse(B_LONG);
-	sys1(SYS_close, 3);
+	if (!(h.flags & HF_START)) {
+		u8 extra;
+		r = read_full(3, &extra, 1);
+		if (r != 0)
+			refuse(B_LONG);
+		sys1(SYS_close, 3);
+	}
 	if (block[block_size - 1] != 0)
 		refuse(B_UNTERMINATED);
+	op_base = ((struct header *)block)->op_base;
 	return (struct header *)block;
 }
 
@@ -629,9 +644,10 @@ static void move_to(s64 fd, int want)
 		sys3(SYS_dup3, fd, want, 0);
 }
 
-// start_stage starts the exec stage in a nested user namespace that maps
-// the caller back, and hands it its block; it returns the stage's pid.
-static s64 start_stage(struct header *h)
+// spawn_stage starts the exec stage in a nested user namespace that maps
+// the caller back (uid, gid), from the memfd stage_fd; it waits for its
+// block on the pipe whose write end goes to *blk_w. It returns its pid.
+static s64 spawn_stage(u64 uid, u64 gid, u64 stage_fd, int *blk_w)
 {
 	int blk[2], sync[2];
 	s64 r;
@@ -643,7 +659,9 @@ static s64 start_stage(struct header *h)
 		fail(H_CLONE, 0, errno_of(pid), 0);
 	if (pid == 0) {
 		// The stage: wait for its maps, then become it, with no signal
-		// blocked (the mask survives execve).
+		// blocked (the mask survives execve), and nothing inherited but
+		// stdio, its block and the reports (its memfd is executed
+		// through its descriptor, close-on-exec).
 		u64 none = 0;
 		sys4(SYS_rt_sigprocmask, SIG_SETMASK, &none, 0, 8);
 		sys1(SYS_close, sync[1]);
@@ -651,9 +669,10 @@ static s64 start_stage(struct header *h)
 		if (read_full(sync[0], &b, 1) != 1)
 			exit_now(255); // the helper failed, and said why
 		move_to(blk[0], 3);
+		sys3(SYS_close_range, 5, ~0u, CLOSE_RANGE_CLOEXEC);
 		static char *const argv[] = {"nanosandbox-mcp: exec", 0};
 		static char *const envp[] = {0};
-		r = sys5(SYS_execveat, h->stage_fd, "", argv, envp, AT_EMPTY_PATH);
+		r = sys5(SYS_execveat, stage_fd, "", argv, envp, AT_EMPTY_PATH);
 		fail(H_EXECVEAT, 0, errno_of(r), 0);
 	}
 	sys1(SYS_close, blk[0]);
@@ -661,21 +680,27 @@ static s64 start_stage(struct header *h)
 	char buf[32];
 	if ((r = write_proc(pid, "setgroups", "deny", 4)) < 0)
 		fail(H_SETGROUPS, 0, errno_of(r), 0);
-	if ((r = write_proc(pid, "uid_map", buf, id_map(buf, h->uid))) < 0)
+	if ((r = write_proc(pid, "uid_map", buf, id_map(buf, uid))) < 0)
 		fail(H_UID_MAP, 0, errno_of(r), 0);
-	if ((r = write_proc(pid, "gid_map", buf, id_map(buf, h->gid))) < 0)
+	if ((r = write_proc(pid, "gid_map", buf, id_map(buf, gid))) < 0)
 		fail(H_GID_MAP, 0, errno_of(r), 0);
 	u8 go = 1;
 	if ((r = write_full(sync[1], &go, 1)) < 0)
 		fail(H_SYNC, 0, errno_of(r), 0);
 	sys1(SYS_close, sync[1]);
+	*blk_w = blk[1];
+	return pid;
+}
 
-	// The root the stage checks it runs in: this one, now built.
+// hand_stage gives the stage its block, with the root it must find itself
+// in: this one, now built (pivot_root moved a stage started earlier along).
+static void hand_stage(struct header *h, int blk_w)
+{
 	u64 *stage = at(h->stage, h->stage_size);
 	if (h->stage_size < 48)
 		refuse(B_RANGE);
 	struct statx st;
-	r = sys5(SYS_statx, AT_FDCWD, "/", 0, STATX_INO | STATX_MNT_ID, &st);
+	s64 r = sys5(SYS_statx, AT_FDCWD, "/", 0, STATX_INO | STATX_MNT_ID, &st);
 	if (r < 0)
 		fail(H_STATX_ROOT, 0, errno_of(r), 0);
 	if (!(st.mask & STATX_MNT_ID))
@@ -685,11 +710,10 @@ static s64 start_stage(struct header *h)
 	stage[5] = st.ino;
 	// A stage that ended first (its report says why) leaves EPIPE here:
 	// SIGPIPE is blocked.
-	r = write_full(blk[1], (u8 *)stage, h->stage_size);
-	sys1(SYS_close, blk[1]);
+	r = write_full(blk_w, (u8 *)stage, h->stage_size);
+	sys1(SYS_close, blk_w);
 	if (r < 0 && errno_of(r) != EPIPE)
 		fail(H_STAGE_WRITE, 0, errno_of(r), 0);
-	return pid;
 }
 
 static u64 now_ns(void);
@@ -913,6 +937,15 @@ static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs
 	}
 }
 
+static void run_ops(struct header *h)
+{
+	if (h->n_ops > block_size / sizeof(struct op))
+		refuse(B_RANGE);
+	struct op *ops = at(h->ops, h->n_ops * sizeof(struct op));
+	for (u64 i = 0; i < h->n_ops; i++)
+		run_op(h, i, &ops[i]);
+}
+
 __attribute__((noreturn, used)) void helper_main(void)
 {
 	// Not dumpable: the command runs as the same host uid, and must not
@@ -928,17 +961,31 @@ __attribute__((noreturn, used)) void helper_main(void)
 		fail(H_SIGMASK, 0, errno_of(r), 0);
 
 	struct header *h = read_block();
+	s64 stage = -1;
+	int blk_w = -1;
+	if (h->flags & HF_START) {
+		// A helper started ahead of its call (a spare): the scratch root,
+		// then the stage, which waits for its block, then the call.
+		run_ops(h);
+		stage = spawn_stage(h->uid, h->gid, h->stage_fd, &blk_w);
+		h = read_block();
+		if (h->flags & HF_START)
+			refuse(B_OP);
+		// A stage that ended while this helper waited cannot run the
+		// call: end without taking it, and the server hands it to another.
+		s32 status;
+		if (sys4(SYS_wait4, stage, &status, WNOHANG, 0) == stage)
+			fail(H_STAGE_ENDED, 0, 0, 0);
+	}
 	put(K_TOOK, 0, 0, 0, 0, 0, 0, 0);
-	if (h->n_ops > block_size / sizeof(struct op))
-		refuse(B_RANGE);
-	struct op *ops = at(h->ops, h->n_ops * sizeof(struct op));
-	for (u64 i = 0; i < h->n_ops; i++)
-		run_op(h, i, &ops[i]);
+	run_ops(h);
 	// Nothing inherited above the report pipe reaches the command but
 	// through the stage, which closes it all before its execve; the
 	// stage's memfd too (execveat of an ELF from it works).
 	if ((r = sys3(SYS_close_range, 5, ~0u, CLOSE_RANGE_CLOEXEC)) < 0)
 		fail(H_CLOSE_RANGE, 0, errno_of(r), 0);
-	s64 stage = start_stage(h);
+	if (stage < 0)
+		stage = spawn_stage(h->uid, h->gid, h->stage_fd, &blk_w);
+	hand_stage(h, blk_w);
 	reap(h, stage, sigs);
 }
