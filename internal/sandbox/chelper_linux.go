@@ -18,16 +18,18 @@ import (
 	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox/cstage"
 )
 
-// The helper in C (cstage/src/helper.c), work in progress: nothing starts
-// it but its tests (chelper_linux_test.go). See cstage/HELPER-PLAN.md for
-// the design and what is left; in short, the server would start it where
-// it starts this binary as the helper, with the same namespaces and maps,
-// and hand it this file's block instead of the JSON spec: every mount
-// operation of enterScratch and buildRoot as a system call with its
-// arguments, the loopback, the proxy's socket, pid_max, and the exec
-// stage's own block, which the helper passes on once it has built the
-// root. Its reports, and the stage's, are 64-byte records on the report
-// pipe, which cHelperCall turns into the Go helper's reports.
+// The helper in C (cstage/src/helper.c), work in progress: only its tests
+// (chelper_linux_test.go) start it, and the server where cHelperEnv asks
+// for it. See cstage/HELPER-PLAN.md for the design and what is left. The
+// server starts it where it starts this binary as the helper, with the
+// same namespaces and maps, and hands it blocks instead of the JSON spec:
+// as it starts, the scratch root's ops (the exec stage starts after them,
+// and waits); with the call, every mount operation of buildRoot as a
+// system call with its arguments, the loopback, the proxy's socket,
+// pid_max, and the exec stage's own block, which the helper passes on
+// once it has built the root. Its reports, and the stage's, are 64-byte
+// records on the report pipe, which cHelperCall turns into the Go
+// helper's reports.
 
 // cHelperEnv, set to 1 in the server's environment, makes its helpers the
 // one in C, where both blobs were built (cstage/build.sh): an experiment,

@@ -5,6 +5,9 @@
 // tooling and CI run it before go build, and [Blob] returns what was built
 // for this architecture. Without that step there is no blob, and the
 // sandbox runs its Go exec stage (exec_linux.go), which does the same.
+// build.sh builds the sandbox's helper in C too (src/helper.c, with
+// src/sys.h), an experiment that only tests and an opt-in switch use
+// ([HelperBlob]; HELPER-PLAN.md).
 //
 // It imports only the standard library; the sandbox package encodes the
 // stage's instructions and decodes its reports (cstage_linux.go).

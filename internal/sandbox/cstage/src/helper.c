@@ -1,6 +1,7 @@
 // The sandbox's helper, in C: pid 1 of the sandbox's namespaces, uid 0 in
-// its own user namespace. Work in progress (HELPER-PLAN.md): nothing starts
-// it yet but the tests.
+// its own user namespace. Work in progress (HELPER-PLAN.md): only the tests
+// start it, and the server when NANOSANDBOX_EXPERIMENTAL_C_HELPER=1 is in
+// its environment.
 //
 // It does what helperMain (helper_linux.go) does, driven by one flat binary
 // instruction block the Go side precomputed (chelper_linux.go encodes it;
@@ -16,7 +17,8 @@
 //
 // Freestanding: no libc, raw system calls (sys.h), one thread.
 //
-// Descriptors: 0-2 the command's stdio, 3 the block (read to EOF), 4 the
+// Descriptors: 0-2 the command's stdio, 3 the blocks (a start block, then
+// the call's, read to EOF; or the call's alone), 4 the
 // reports to the server (fixed 64-byte records, the stage's too), and the
 // header's stage_fd (the exec stage's memfd) and net_fd (the socket on
 // which the proxy's listening socket goes to the server). Exit status: 0
