@@ -41,7 +41,7 @@ fi
 export ZIG_GLOBAL_CACHE_DIR="$tmp/zig-global" ZIG_LOCAL_CACHE_DIR="$tmp/zig-local"
 
 proto=$(sed -n 's/^#define NSB_PROTOCOL \([0-9][0-9]*\)$/\1/p' src/stage.c)
-hash=$({ printf 'nsb-cstage protocol %s\n' "$proto"; cat src/stage.c; } | sha256sum | cut -c1-16)
+hash=$({ printf 'nsb-cstage protocol %s\n' "$proto"; cat src/sys.h src/stage.c; } | sha256sum | cut -c1-16)
 hproto=$(sed -n 's/^#define NSB_HELPER_PROTOCOL \([0-9][0-9]*\)$/\1/p' src/helper.c)
 hhash=$({ printf 'nsb-chelper protocol %s\n' "$hproto"; cat src/sys.h src/helper.c; } | sha256sum | cut -c1-16)
 rm -f bin/stage-* bin/helper-*

@@ -43,9 +43,10 @@ var helperSource []byte
 //go:embed bin
 var bin embed.FS
 
-// Name is the file name of the blob for goarch built from this stage.c:
-// stage-linux-GOARCH-HASH, HASH the first 16 hex digits of the SHA-256 of
-// "nsb-cstage protocol N\n" followed by stage.c. build.sh names it the same.
+// Name is the file name of the blob for goarch built from this stage.c and
+// sys.h: stage-linux-GOARCH-HASH, HASH the first 16 hex digits of the
+// SHA-256 of "nsb-cstage protocol N\n" followed by sys.h and stage.c.
+// build.sh names it the same.
 func Name(goarch string) string {
 	return "stage-linux-" + goarch + "-" + sourceHash()
 }
@@ -53,6 +54,7 @@ func Name(goarch string) string {
 var sourceHash = sync.OnceValue(func() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "nsb-cstage protocol %d\n", Protocol)
+	h.Write(sysHeader)
 	h.Write(source)
 	return hex.EncodeToString(h.Sum(nil))[:16]
 })

@@ -9,7 +9,8 @@
 // it applies was computed by the Go side, which also turns its binary
 // reports back into the Go stage's messages (relay, in cstage_linux.go).
 //
-// Freestanding: no libc, raw system calls, one static ELF of a few KiB.
+// Freestanding: no libc, raw system calls (sys.h), one static ELF of a few
+// KiB.
 // Built by build.sh for x86_64 and aarch64 only; other targets keep the Go
 // stage.
 //
@@ -21,115 +22,19 @@
 
 #define NSB_PROTOCOL 1
 
-typedef unsigned char u8;
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef int s32;
-typedef unsigned long u64;
-typedef long s64;
+#include "sys.h"
 
-_Static_assert(sizeof(u64) == 8 && sizeof(void *) == 8, "64-bit targets only");
-
-#if defined(__x86_64__)
-enum {
-	SYS_read = 0, SYS_write = 1, SYS_close = 3, SYS_mmap = 9, SYS_execve = 59,
-	SYS_chdir = 80, SYS_getuid = 102, SYS_capget = 125, SYS_capset = 126,
-	SYS_prctl = 157, SYS_exit_group = 231, SYS_openat = 257, SYS_prlimit64 = 302,
-	SYS_seccomp = 317, SYS_statx = 332,
-};
-#define O_NOFOLLOW 0400000
-// The kernel's calling convention: number in rax, arguments in rdi, rsi,
-// rdx, r10, r8, r9; rcx and r11 are clobbered.
-static s64 sys6(s64 n, s64 a, s64 b, s64 c, s64 d, s64 e, s64 f)
-{
-	register s64 r10 __asm__("r10") = d;
-	register s64 r8 __asm__("r8") = e;
-	register s64 r9 __asm__("r9") = f;
-	s64 ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-// The entry point: the stack pointer is 16-byte aligned at entry, and a
-// call pushes the return address, as the ABI expects.
-__asm__(".text\n.global _start\n_start:\n\txor %ebp,%ebp\n\tcall stage_main\n\thlt\n");
-#elif defined(__aarch64__)
-enum {
-	SYS_close = 57, SYS_read = 63, SYS_write = 64, SYS_chdir = 49, SYS_openat = 56,
-	SYS_exit_group = 94, SYS_capget = 90, SYS_capset = 91, SYS_prctl = 167,
-	SYS_getuid = 174, SYS_mmap = 222, SYS_execve = 221, SYS_prlimit64 = 261,
-	SYS_seccomp = 277, SYS_statx = 291,
-};
-#define O_NOFOLLOW 0100000
-// Number in x8, arguments in x0-x5, result in x0.
-static s64 sys6(s64 n, s64 a, s64 b, s64 c, s64 d, s64 e, s64 f)
-{
-	register s64 x8 __asm__("x8") = n;
-	register s64 x0 __asm__("x0") = a;
-	register s64 x1 __asm__("x1") = b;
-	register s64 x2 __asm__("x2") = c;
-	register s64 x3 __asm__("x3") = d;
-	register s64 x4 __asm__("x4") = e;
-	register s64 x5 __asm__("x5") = f;
-	__asm__ volatile("svc #0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
-			 : "memory");
-	return x0;
-}
-__asm__(".text\n.global _start\n_start:\n\tmov x29, #0\n\tmov x30, #0\n\tbl stage_main\n\tbrk #0\n");
-#else
-#error "the C exec stage is built for x86_64 and aarch64 only"
-#endif
-
-// The same numbers on both (the generic table, past the old ones).
-enum {
-	SYS_close_range = 436, SYS_faccessat2 = 439, SYS_landlock_create_ruleset = 444,
-	SYS_landlock_add_rule = 445, SYS_landlock_restrict_self = 446,
-};
-
-#define sys0(n) sys6(n, 0, 0, 0, 0, 0, 0)
-#define sys1(n, a) sys6(n, (s64)(a), 0, 0, 0, 0, 0)
-#define sys2(n, a, b) sys6(n, (s64)(a), (s64)(b), 0, 0, 0, 0)
-#define sys3(n, a, b, c) sys6(n, (s64)(a), (s64)(b), (s64)(c), 0, 0, 0)
-#define sys4(n, a, b, c, d) sys6(n, (s64)(a), (s64)(b), (s64)(c), (s64)(d), 0, 0)
-#define sys5(n, a, b, c, d, e) sys6(n, (s64)(a), (s64)(b), (s64)(c), (s64)(d), (s64)(e), 0)
-
-// A raw system call returns -errno in [-4095, -1].
-static int errno_of(s64 r) { return r < 0 && r >= -4095 ? (int)-r : 0; }
+NSB_START(stage_main);
 
 enum {
-	ENOENT = 2, EINTR = 4, EACCES = 13, ENOTDIR = 20, EISDIR = 21, EINVAL = 22,
-	EPERM = 1,
-	AT_FDCWD = -100, AT_EMPTY_PATH = 0x1000, AT_EACCESS = 0x200, X_OK = 1,
-	O_PATH = 010000000, O_CLOEXEC = 02000000,
-	PROT_READ = 1, PROT_WRITE = 2, MAP_PRIVATE = 2, MAP_ANONYMOUS = 0x20,
-	STATX_TYPE = 1, STATX_MODE = 2, STATX_INO = 0x100, STATX_MNT_ID = 0x1000,
-	S_IFMT = 0170000, S_IFDIR = 0040000, S_IFLNK = 0120000,
+	AT_EACCESS = 0x200, X_OK = 1,
 	PR_CAPBSET_DROP = 24, PR_SET_SECUREBITS = 28, PR_SET_NO_NEW_PRIVS = 38,
 	PR_CAP_AMBIENT = 47, PR_CAP_AMBIENT_CLEAR_ALL = 4,
 	LINUX_CAPABILITY_VERSION_3 = 0x20080522,
 	LANDLOCK_RULE_PATH_BENEATH = 1,
 	SECCOMP_SET_MODE_FILTER = 1,
-	CLOSE_RANGE_CLOEXEC = 4,
 	RLIMIT_NOFILE = 7,
 };
-
-// struct statx, as far as it is read.
-struct statx {
-	u32 mask, blksize;
-	u64 attributes;
-	u32 nlink, uid, gid;
-	u16 mode, spare0;
-	u64 ino, size, blocks, attributes_mask;
-	u64 times[8]; // atime, btime, ctime, mtime: 16 bytes each
-	u32 rdev_major, rdev_minor, dev_major, dev_minor;
-	u64 mnt_id;
-	u64 rest[13];
-};
-_Static_assert(sizeof(struct statx) == 256, "struct statx");
 
 // ---- The instruction block (cstage_linux.go writes it) ----
 //
@@ -205,11 +110,6 @@ static void put(u32 kind, u32 op, u32 index, int err, u64 v0, u64 v1, u64 v2, u6
 	sys3(SYS_write, 4, &r, sizeof r);
 }
 
-static __attribute__((noreturn)) void exit_now(int code)
-{
-	for (;;)
-		sys1(SYS_exit_group, code);
-}
 
 static __attribute__((noreturn)) void fail(u32 op, u32 index, int err, u64 v0, u64 v1, u64 v2, u64 v3)
 {
@@ -219,40 +119,7 @@ static __attribute__((noreturn)) void fail(u32 op, u32 index, int err, u64 v0, u
 
 static __attribute__((noreturn)) void refuse(u32 why) { fail(OP_BLOCK, why, 0, 0, 0, 0, 0); }
 
-// The compiler may emit calls to these for struct copies and zeroing.
-void *memset(void *d, int c, u64 n)
-{
-	u8 *p = d;
-	while (n--)
-		*p++ = (u8)c;
-	return d;
-}
-void *memcpy(void *d, const void *s, u64 n)
-{
-	u8 *p = d;
-	const u8 *q = s;
-	while (n--)
-		*p++ = *q++;
-	return d;
-}
 
-// read_full reads up to n bytes, until n or EOF; it returns how many, or
-// -errno.
-static s64 read_full(int fd, u8 *p, u64 n)
-{
-	u64 got = 0;
-	while (got < n) {
-		s64 r = sys3(SYS_read, fd, p + got, n - got);
-		if (errno_of(r) == EINTR)
-			continue;
-		if (r < 0)
-			return r;
-		if (r == 0)
-			break;
-		got += (u64)r;
-	}
-	return (s64)got;
-}
 
 static u8 *block;
 static u64 block_size;
@@ -327,12 +194,6 @@ static struct header *read_block(void)
 	return (struct header *)block;
 }
 
-static u64 mkdev(u64 major, u64 minor)
-{
-	// As glibc's makedev and Go's unix.Mkdev.
-	return ((major & 0x00000fff) << 8) | ((major & 0xfffff000) << 32) |
-	       ((minor & 0x000000ff) << 0) | ((minor & 0xffffff00) << 12);
-}
 
 // This process started before the helper built the sandbox's root and
 // pivoted into it; the pivots moved its root along. Never run a command

@@ -1,7 +1,6 @@
-// Raw system calls for the freestanding programs here (helper.c; stage.c
-// has its own copy of the first part until it is moved over, which changes
-// its hash and nothing else). No libc: the kernel's calling convention,
-// the numbers of x86_64 and aarch64, and the few types and constants used.
+// Raw system calls for the freestanding programs here (stage.c, helper.c).
+// No libc: the kernel's calling convention, the numbers of x86_64 and
+// aarch64, the few types and constants used, and the helpers both need.
 
 #ifndef NSB_SYS_H
 #define NSB_SYS_H
@@ -99,7 +98,7 @@ enum {
 #define sys5(n, a, b, c, d, e) sys6(n, (s64)(a), (s64)(b), (s64)(c), (s64)(d), (s64)(e), 0)
 
 // A raw system call returns -errno in [-4095, -1].
-static int errno_of(s64 r) { return r < 0 && r >= -4095 ? (int)-r : 0; }
+static inline int errno_of(s64 r) { return r < 0 && r >= -4095 ? (int)-r : 0; }
 
 enum {
 	EPERM = 1, ENOENT = 2, EINTR = 4, EAGAIN = 11, EACCES = 13, ENOTDIR = 20,
@@ -128,7 +127,7 @@ struct statx {
 };
 _Static_assert(sizeof(struct statx) == 256, "struct statx");
 
-static __attribute__((noreturn)) void exit_now(int code)
+static inline __attribute__((noreturn)) void exit_now(int code)
 {
 	for (;;)
 		sys1(SYS_exit_group, code);
@@ -153,7 +152,7 @@ void *memcpy(void *d, const void *s, u64 n)
 
 // read_full reads up to n bytes, until n or EOF; it returns how many, or
 // -errno.
-static s64 read_full(int fd, u8 *p, u64 n)
+static inline s64 read_full(int fd, u8 *p, u64 n)
 {
 	u64 got = 0;
 	while (got < n) {
@@ -170,7 +169,7 @@ static s64 read_full(int fd, u8 *p, u64 n)
 }
 
 // write_full writes n bytes; it returns 0 or -errno.
-static s64 write_full(int fd, const u8 *p, u64 n)
+static inline s64 write_full(int fd, const u8 *p, u64 n)
 {
 	while (n > 0) {
 		s64 r = sys3(SYS_write, fd, p, n);
@@ -184,7 +183,7 @@ static s64 write_full(int fd, const u8 *p, u64 n)
 	return 0;
 }
 
-static u64 mkdev(u64 major, u64 minor)
+static inline u64 mkdev(u64 major, u64 minor)
 {
 	// As glibc's makedev and Go's unix.Mkdev.
 	return ((major & 0x00000fff) << 8) | ((major & 0xfffff000) << 32) |
