@@ -461,7 +461,11 @@ const (
 var hfailures = []string{"helper instructions", "prctl(PR_SET_DUMPABLE)", "rt_sigprocmask", "close_range",
 	"pipe", "start exec stage", "write the exec stage's setgroups", "write the exec stage's uid_map",
 	"write the exec stage's gid_map", "start exec stage", "statx /", "hand the exec stage its spec",
-	"wait4", "start exec stage", "clock_gettime", "open /proc"}
+	"wait4", "start exec stage", "clock_gettime", "open /proc", "exec stage"}
+
+// hStageEnded is helper.c's H_STAGE_ENDED: the stage started before the
+// call had ended when the call came.
+const hStageEnded = 116
 
 // report turns one record of the helper's, or of its exec stage, into the
 // Go helper's report; ok is false for a record that makes none (a partial
@@ -511,6 +515,9 @@ func (c *cHelperCall) setupError(cr cReport) *SetupError {
 				return &SetupError{Op: hfailures[0], Err: why + ": " + e.Error(), Errno: e}
 			}
 			return asSetupError(bug(&SetupError{Op: hfailures[0], Err: why}))
+		}
+		if cr.op == hStageEnded {
+			return &SetupError{Op: "exec stage", Err: "it ended before its call"} // as takeCall says
 		}
 		if e == 0 {
 			return &SetupError{Op: hfailures[i], Err: "failed"}

@@ -440,3 +440,43 @@ func TestCHelperSetupErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCHelperNames checks that the Go side names as many of helper.c's
+// steps, failures and ops as helper.c has.
+func TestCHelperNames(t *testing.T) {
+	src, err := os.ReadFile("cstage/src/helper.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enum := func(first string) []string {
+		m := regexp.MustCompile(`(?s)enum \{\s*(` + first + `\b[^}]*)\}`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("no enum starting with %s in helper.c", first)
+		}
+		body := regexp.MustCompile(`//[^\n]*`).ReplaceAllString(string(m[1]), "")
+		var names []string
+		for _, f := range strings.Split(body, ",") {
+			if name, _, _ := strings.Cut(f, "="); strings.TrimSpace(name) != "" {
+				names = append(names, strings.TrimSpace(name))
+			}
+		}
+		return names
+	}
+	for _, tt := range []struct {
+		first string
+		got   int
+		want  func(n int) int
+	}{
+		{"S_CALL", len(hsteps), func(n int) int { return n + 1 }}, // from 1
+		{"H_BLOCK", len(hfailures), func(n int) int { return n }},
+		{"OP_MOUNT", hopBindLink, func(n int) int { return n }},
+	} {
+		names := enum(tt.first)
+		if want := tt.want(len(names)); tt.got != want {
+			t.Errorf("%s…: helper.c has %d (%v), the Go side %d, want %d", tt.first, len(names), names, tt.got, want)
+		}
+	}
+	if names := enum("H_BLOCK"); names[len(names)-1] != "H_STAGE_ENDED" || hStageEnded != 100+len(names)-1 {
+		t.Errorf("H_STAGE_ENDED is not last, or not %d: %v", hStageEnded, names)
+	}
+}

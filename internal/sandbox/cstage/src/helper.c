@@ -3,10 +3,10 @@
 // start it, and the server when NANOSANDBOX_EXPERIMENTAL_C_HELPER=1 is in
 // its environment.
 //
-// It does what helperMain (helper_linux.go) does, driven by one flat binary
-// instruction block the Go side precomputed (chelper_linux.go encodes it;
-// its layout is struct header below): it builds the mount tree by running
-// the block's ops in order (mount, mkdir, pivot_root, binds through
+// It does what helperMain (helper_linux.go) does, driven by flat binary
+// instruction blocks the Go side precomputed (chelper_linux.go encodes
+// them; their layout is struct header below): it builds the mount tree by
+// running the blocks' ops in order (mount, mkdir, pivot_root, binds through
 // open_tree and move_mount, tmpfs through fsopen and fsmount, ...), brings
 // up loopback, hands the proxy's listening socket to the server, then
 // starts the exec stage (stage.c) from its memfd in a nested user namespace
@@ -18,9 +18,9 @@
 // Freestanding: no libc, raw system calls (sys.h), one thread.
 //
 // Descriptors: 0-2 the command's stdio, 3 the blocks (a start block, then
-// the call's, read to EOF; or the call's alone), 4 the
-// reports to the server (fixed 64-byte records, the stage's too), and the
-// header's stage_fd (the exec stage's memfd) and net_fd (the socket on
+// the call's, read to EOF; or the call's alone), 4 the reports to the
+// server (fixed 64-byte records, the stage's too), and the header's
+// stage_fd (the exec stage's memfd) and net_fd (the socket on
 // which the proxy's listening socket goes to the server). Exit status: 0
 // after its exit report, 255 after a setup report (or silently when the
 // block never came: the server ended first).
@@ -36,8 +36,7 @@ NSB_START(helper_main);
 // A header of u64 words, then the data it points into by byte offsets,
 // each 8-aligned; strings end inside the block, whose last byte is NUL.
 
-#define BLOCK_MAGIC 0x4842534eu // "NSBH"
-#define STAGE_MAGIC 0x5342534eu // "NSBS": the stage's block and reports
+#define BLOCK_MAGIC 0x4842534eu // "NSBH" (the stage's are "NSBS")
 #define BLOCK_MAX (64ul << 20)
 #define MAX_SLOTS 4096
 
