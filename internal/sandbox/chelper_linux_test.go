@@ -444,10 +444,7 @@ func TestCHelperSetupErrors(t *testing.T) {
 // TestCHelperNames checks that the Go side names as many of helper.c's
 // steps, failures and ops as helper.c has.
 func TestCHelperNames(t *testing.T) {
-	src, err := os.ReadFile("cstage/src/helper.c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := cstage.HelperSource()
 	enum := func(first string) []string {
 		m := regexp.MustCompile(`(?s)enum \{\s*(` + first + `\b[^}]*)\}`).FindSubmatch(src)
 		if m == nil {

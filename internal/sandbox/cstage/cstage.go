@@ -86,6 +86,10 @@ var helperHash = sync.OnceValue(func() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 })
 
+// HelperSource returns helper.c, as embedded: the sandbox's tests check
+// its names against the Go side's.
+func HelperSource() []byte { return helperSource }
+
 // HelperBlob returns the helper in C built for goarch from this source, or
 // nil when none was built.
 func HelperBlob(goarch string) []byte {
