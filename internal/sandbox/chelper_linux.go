@@ -159,7 +159,9 @@ type hop struct {
 	en                uint64 // hopListen's backlog, when e is empty
 	// desc names the op as the Go helper's message would ("mount tmpfs
 	// /tmp"); "" where the step alone names it (the loopback, the proxy).
-	desc string
+	// descOnto, if set, names its move onto the target instead (bindTree's
+	// "bind X on Y").
+	desc, descOnto string
 }
 
 // cHelperStartOps lists what the helper in C does before a call comes, as
@@ -220,6 +222,7 @@ func cHelperCallOps(s *spec) ([]hop, error) {
 	// buildRoot: the host tree, read-only, nosuid and nodev all the way
 	// down; proc; the minimal /dev.
 	bind(oldRoot, newRoot, unix.MOUNT_ATTR_RDONLY|nosuidNodev, hopRecursive, "bind "+oldRoot)
+	ops[len(ops)-1].descOnto = "bind " + oldRoot + " on " + newRoot
 	add(hop{code: hopUmount, a: newRoot + "/proc", d: unix.MNT_DETACH, flags: hopAnyErrOK, desc: "umount /proc"}) // the host's, copied with the tree
 	mount("proc", newRoot+"/proc", "proc", procFlags, "", "mount proc")
 	dev := newRoot + "/dev"
@@ -452,6 +455,7 @@ var hsteps = []string{"", "", "open", "open_tree", "mount_setattr", "open", "mov
 const (
 	hstepOpenSrc    = 2
 	hstepOpenTarget = 5
+	hstepMoveMount  = 6
 	hstepMakeOpen   = 20 // the first of the steps of making a mount point
 	hstepMakeReopen = 24
 )
@@ -565,6 +569,9 @@ func (c *cHelperCall) setupError(cr cReport) *SetupError {
 		err = fmt.Errorf("%s: %w", step, e)
 	case e == 0:
 		err = errors.New(step)
+	}
+	if o.descOnto != "" && (cr.v[0] == hstepOpenTarget || cr.v[0] == hstepMoveMount) {
+		return setupError(o.descOnto, err)
 	}
 	return setupError(o.desc, err)
 }
