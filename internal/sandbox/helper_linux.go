@@ -358,10 +358,12 @@ func (h *helper) limitReached(ws *unix.WaitStatus, ru *unix.Rusage) *limitHit {
 }
 
 // limitVerdict is limitReached's rule, from the facts it gathers (and the
-// helper in C reports): how the command ended (ws: nil on a timeout), its peak RSS in
-// bytes, the most tasks counted (0: not counted), and the tmpfs found full
-// ("": none).
+// helper in C reports): how the command ended (ws: nil on a timeout), its
+// peak RSS in bytes, the most tasks counted (0: not counted), and the
+// tmpfs found full ("": none).
 func limitVerdict(l policy.Limits, m Mechanisms, ws *unix.WaitStatus, maxRSS int64, taskPeak int, fullTmp string) *limitHit {
+	// The signal that ended the program, or the one a shell reports as
+	// its status 128+N.
 	var sig unix.Signal
 	switch {
 	case ws != nil && ws.Signaled():
