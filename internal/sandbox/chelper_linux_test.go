@@ -477,3 +477,41 @@ func TestCHelperNames(t *testing.T) {
 		t.Errorf("H_STAGE_ENDED is not last, or not %d: %v", hStageEnded, names)
 	}
 }
+
+// TestLimitVerdict checks the rule both helpers name a limit by.
+func TestLimitVerdict(t *testing.T) {
+	l := policy.Limits{MemoryBytes: 1000, MaxProcesses: 50, MaxFileBytes: 1, CPUTime: time.Second, TmpBytes: 1}
+	m := Mechanisms{Memory: ByRlimit, Processes: ByRlimit, FileSize: ByRlimit, CPUTime: ByRlimit, Tmp: ByTmpfs}
+	signaled := func(sig unix.Signal) *unix.WaitStatus { ws := unix.WaitStatus(sig); return &ws }
+	exited := func(code int) *unix.WaitStatus { ws := unix.WaitStatus(code << 8); return &ws }
+	for _, tt := range []struct {
+		name    string
+		m       Mechanisms
+		ws      *unix.WaitStatus
+		rss     int64
+		peak    int
+		full    string
+		want    limitKind // 0: none
+		wantDir string
+	}{
+		{"SIGXCPU", m, signaled(unix.SIGXCPU), 0, 0, "", cpuTimeLimit, ""},
+		{"a shell's 128+SIGXFSZ", m, exited(128 + int(unix.SIGXFSZ)), 0, 0, "", fileSizeLimit, ""},
+		{"SIGXCPU without a CPU limit", Mechanisms{}, signaled(unix.SIGXCPU), 0, 0, "", 0, ""},
+		{"tasks at 90%", m, exited(1), 0, 45, "", processLimit, ""},
+		{"tasks below 90%", m, exited(1), 0, 44, "", 0, ""},
+		{"a full tmpfs on a timeout", m, nil, 0, 0, "/tmp", tmpLimit, "/tmp"},
+		{"memory at 75% after a failure", m, exited(1), 750, 0, "", memoryLimit, ""},
+		{"memory at 75% after a success", m, exited(0), 750, 0, "", 0, ""},
+		{"nothing", m, exited(0), 10, 3, "", 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := limitVerdict(l, tt.m, tt.ws, tt.rss, tt.peak, tt.full)
+			switch {
+			case tt.want == 0 && got != nil:
+				t.Errorf("got %+v, want none", got)
+			case tt.want != 0 && (got == nil || got.Kind != tt.want || got.Dir != tt.wantDir):
+				t.Errorf("got %+v, want kind %d dir %q", got, tt.want, tt.wantDir)
+			}
+		})
+	}
+}
