@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -340,13 +341,15 @@ func TestEscapeGitServerKilledMidCall(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	stderrPipe, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/2", s.cmd.Process.Pid))
 	s.cmd.Process.Kill()
 	waited := make(chan error, 1)
 	go func() { waited <- s.cmd.Wait() }()
 	select {
 	case <-waited:
 	case <-time.After(15 * time.Second):
-		t.Fatal("the killed server's output stayed open: something it started outlived it")
+		t.Fatalf("the killed server's output stayed open: something it started outlived it; holding its stderr (%s):\n%s",
+			stderrPipe, holders(stderrPipe))
 	}
 	if !e.userGitHas("evil") {
 		t.Fatal("control: with the server killed, the planted repository is live (the case this test is about)")
@@ -359,6 +362,34 @@ func TestEscapeGitServerKilledMidCall(t *testing.T) {
 	if e.userGit("evil") {
 		t.Error("the user's git ran what the killed server's call planted")
 	}
+}
+
+// holders describes every process with a descriptor on link (a
+// /proc/PID/fd link's text, such as "pipe:[123]"), for a failure message.
+func holders(link string) string {
+	var b strings.Builder
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err != nil || l != link {
+			continue
+		}
+		dir := filepath.Dir(filepath.Dir(fd))
+		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		status, _ := os.ReadFile(filepath.Join(dir, "status"))
+		var keep []string
+		for _, line := range strings.Split(string(status), "\n") {
+			for _, k := range []string{"State:", "PPid:", "NSpid:", "Threads:", "SigBlk:", "SigCgt:"} {
+				if strings.HasPrefix(line, k) {
+					keep = append(keep, strings.Join(strings.Fields(line), " "))
+				}
+			}
+		}
+		fmt.Fprintf(&b, "  %s %q %s\n", fd, strings.ReplaceAll(string(cmdline), "\x00", " "), strings.Join(keep, "; "))
+	}
+	if b.Len() == 0 {
+		return "  (no process holds it now)"
+	}
+	return b.String()
 }
 
 // userGitHas reports whether the planted code would run in dir now.
