@@ -234,3 +234,40 @@ func TestEscapeProcSys(t *testing.T) {
 		}
 	})
 }
+
+// Pid 1 of the sandbox is the helper, run as the command's own host uid.
+// Where Landlock scopes signals (ABI 6+) the command cannot signal it at
+// all; below that it can, and every signal it may send must leave the
+// helper standing: the call ends as the command does, with nothing of the
+// helper on its output, and the next call runs. The forwarded signals
+// (INT, TERM, HUP, QUIT) come back to the command, which ignores them here.
+func TestEscapeSignalsAtHelper(t *testing.T) {
+	linuxOnly(t, "pid 1 of the sandbox is its helper")
+	e := newEnv(t)
+	script := `trap '' HUP INT QUIT TERM
+for s in $(seq 1 31) $(seq 34 64); do kill -$s 1 2>/dev/null; done
+i=0; while [ $i -lt 200 ]; do kill -CHLD 1 2>/dev/null; i=$((i+1)); done
+sleep 0.3; echo alive`
+	check := func(t *testing.T, stdout, stderr string, code int) {
+		t.Helper()
+		if code != 0 || stdout != "alive\n" || strings.Contains(stderr, "goroutine") || strings.Contains(stderr, "SIG") {
+			if len(stderr) > 400 {
+				stderr = stderr[:400] + "..."
+			}
+			t.Errorf("after signalling pid 1: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+	}
+	t.Run("one-shot", func(t *testing.T) {
+		e := e.in(t)
+		stdout, stderr, code := e.run(nil, "sh", "-c", script)
+		check(t, stdout, stderr, code)
+	})
+	t.Run("server", func(t *testing.T) {
+		e := e.in(t)
+		s := e.serve()
+		for i := 0; i < 2; i++ { // and the server serves on
+			_, out := s.sh(t, script)
+			check(t, out.Stdout, out.Stderr+out.Error, out.ExitCode)
+		}
+	})
+}

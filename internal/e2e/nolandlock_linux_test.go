@@ -77,6 +77,7 @@ func TestWithoutLandlock(t *testing.T) {
 		{"TestEscapeDaemon", TestEscapeDaemon},
 		{"TestEscapeHostProcess", TestEscapeHostProcess},
 		{"TestEscapeProcOne", TestEscapeProcOne},
+		{"TestEscapeSignalsAtHelper", TestEscapeSignalsAtHelper},
 		{"TestEscapeEnvironment", TestEscapeEnvironment},
 		{"TestEscapeInheritedDescriptors", TestEscapeInheritedDescriptors},
 		{"TestEscapeProcSys", TestEscapeProcSys},

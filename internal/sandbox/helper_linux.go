@@ -81,12 +81,37 @@ func (h *helper) guardSelf() {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		h.fail(fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err))
 	}
+	ignoreSignals()
 	// Threads the helper will need are made now: once the command runs, a
 	// fork bomb can leave no pid for a new one (pid_max and pids.max count
 	// threads), and the Go runtime aborts when it cannot make a thread.
 	// Idle threads are reused instead. (Before the spec, which a helper
 	// started ahead of its call waits for.)
 	prewarmThreads(spareThreads)
+}
+
+// ignoreSignals drops every signal this process does not use. Where
+// Landlock cannot scope signals (below ABI 6), the command, the same host
+// uid, may signal this process; the kernel drops what pid 1 of a pid
+// namespace gets from inside it without a handler, but the Go runtime has
+// one for every signal, and exits on SIGABRT, SIGQUIT or SIGHUP, or on a
+// SIGSEGV sent by kill, with a stack dump on the command's stderr. Asked
+// for on a channel nobody reads, they are dropped instead (a real fault
+// still panics: only a signal sent by a process is delivered so). Not
+// SIG_IGN: that would be inherited through exec by the exec stage and the
+// command, where a handler is reset. SIGCHLD (reap), SIGURG and SIGPROF
+// (the runtime's own) and the two the C library reserves stay as they
+// are; forwardSignals and a reduced helper's SIGUSR2 ask for theirs again.
+func ignoreSignals() {
+	var sigs []os.Signal
+	for s := unix.Signal(1); s <= 64; s++ {
+		switch s {
+		case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGPROF, 32, 33:
+			continue
+		}
+		sigs = append(sigs, s)
+	}
+	signal.Notify(make(chan os.Signal, 1), sigs...)
 }
 
 // enterScratch pivots into the scratch root, mounts a root caller's
