@@ -239,7 +239,8 @@ func TestEscapeProcSys(t *testing.T) {
 // Where Landlock scopes signals (ABI 6+) the command cannot signal it at
 // all; below that it can, and every signal it may send must leave the
 // helper standing: the call ends as the command does, with nothing of the
-// helper on its output, and the next call runs. The forwarded signals
+// helper on its output, and the next call runs. (The Go helper drops what
+// kill sends; seccomp refuses a siginfo of the sender's own aimed at it.) The forwarded signals
 // (INT, TERM, HUP, QUIT) come back to the command, which ignores them here.
 func TestEscapeSignalsAtHelper(t *testing.T) {
 	linuxOnly(t, "pid 1 of the sandbox is its helper")
@@ -260,6 +261,15 @@ sleep 0.3; echo alive`
 	t.Run("one-shot", func(t *testing.T) {
 		e := e.in(t)
 		stdout, stderr, code := e.run(nil, "sh", "-c", script)
+		check(t, stdout, stderr, code)
+	})
+	// A SIGSEGV or SIGBUS whose siginfo says it is a fault's, queued by a
+	// process (si_code SI_QUEUE), in every way a sender may choose its
+	// siginfo.
+	t.Run("siginfo", func(t *testing.T) {
+		e := e.in(t)
+		stdout, stderr, code := e.run(nil, "sh", "-c", `for how in rt_sigqueueinfo rt_tgsigqueueinfo pidfd procfd; do
+for sig in 11 7 4 8 5; do "$1" sigqueue $how 1 $sig >/dev/null; done; done; sleep 0.3; echo alive`, "sh", e.attackPath())
 		check(t, stdout, stderr, code)
 	})
 	t.Run("server", func(t *testing.T) {

@@ -23,8 +23,12 @@ func reviewedArch(auditArch uint32, x32 bool, maxSyscall uint32) *seccompArch {
 
 		openat2:  unix.SYS_OPENAT2,
 		truncate: unix.SYS_TRUNCATE,
-		denied:   append([]uint32(nil), deniedSyscalls...),
-		modes:    append([]modeCall(nil), modeCalls...),
+
+		sigqueueinfo:    unix.SYS_RT_SIGQUEUEINFO,
+		tgsigqueueinfo:  unix.SYS_RT_TGSIGQUEUEINFO,
+		pidfdSendSignal: unix.SYS_PIDFD_SEND_SIGNAL,
+		denied:          append([]uint32(nil), deniedSyscalls...),
+		modes:           append([]modeCall(nil), modeCalls...),
 	}
 }
 

@@ -113,6 +113,11 @@ type seccompArch struct {
 	// truncate fails with EPERM when filterOptions.NoTruncate says so.
 	truncate uint32
 
+	// Signals with a sender's own siginfo: rt_sigqueueinfo and
+	// rt_tgsigqueueinfo fail with EPERM aimed at pid 1, and
+	// pidfd_send_signal with a siginfo at all (see program).
+	sigqueueinfo, tgsigqueueinfo, pidfdSendSignal uint32
+
 	// denied fail with EPERM whatever their arguments.
 	denied []uint32
 
@@ -274,6 +279,20 @@ func (a *seccompArch) program(o filterOptions) []bpfInsn {
 	if o.NoTruncate {
 		p = append(p, bpfOnSyscall(a.truncate, bpfErrno(unix.EPERM))...)
 	}
+	// Pid 1 is the sandbox's helper, the command's own host uid, which it
+	// may signal where Landlock cannot scope signals (below ABI 6). The Go
+	// helper drops what kill sends (ignoreSignals), but the Go runtime
+	// takes a SIGSEGV or SIGBUS whose siginfo says a process queued it
+	// for a fault, and dies. The calls that let a sender choose its
+	// siginfo, aimed at the helper, fail: by pid (the first argument, an
+	// int), or for pidfd_send_signal, whose pidfd may be /proc/1, with any
+	// siginfo (argument 2, a pointer: both halves); without one it sends
+	// what kill does.
+	p = append(p, bpfOnSyscall(a.sigqueueinfo, bpfArgIn(0, []uint32{1}, bpfErrno(unix.EPERM), bpfAllow()))...)
+	p = append(p, bpfOnSyscall(a.tgsigqueueinfo, bpfArgIn(0, []uint32{1}, bpfErrno(unix.EPERM), bpfAllow()))...)
+	p = append(p, bpfOnSyscall(a.pidfdSendSignal, append([]bpfInsn{bpfLoad(seccompArgLow(2))},
+		bpfIn([]uint32{0}, append([]bpfInsn{bpfLoad(seccompArgLow(2) + 4)},
+			bpfIn([]uint32{0}, bpfAllow(), bpfErrno(unix.EPERM))...), bpfErrno(unix.EPERM))...))...)
 	return append(p, bpfAllow()...)
 }
 

@@ -292,6 +292,15 @@ func TestSeccompProgram(t *testing.T) {
 		{"ioctl TCGETS", nativeCall(unix.SYS_IOCTL, 3, unix.TCGETS), actAllow},
 		{"ioctl fd is TIOCSTI", nativeCall(unix.SYS_IOCTL, unix.TIOCSTI, unix.TCGETS), actAllow},
 
+		{"rt_sigqueueinfo pid 1", nativeCall(unix.SYS_RT_SIGQUEUEINFO, 1, uint64(unix.SIGSEGV), 0x7000), actErrno(unix.EPERM)},
+		{"rt_sigqueueinfo pid 1 high bits", nativeCall(unix.SYS_RT_SIGQUEUEINFO, 1|argHighBits, uint64(unix.SIGSEGV), 0x7000), actErrno(unix.EPERM)},
+		{"rt_sigqueueinfo pid 2", nativeCall(unix.SYS_RT_SIGQUEUEINFO, 2, uint64(unix.SIGSEGV), 0x7000), actAllow},
+		{"rt_tgsigqueueinfo pid 1", nativeCall(unix.SYS_RT_TGSIGQUEUEINFO, 1, 1, uint64(unix.SIGBUS), 0x7000), actErrno(unix.EPERM)},
+		{"rt_tgsigqueueinfo pid 7", nativeCall(unix.SYS_RT_TGSIGQUEUEINFO, 7, 7, uint64(unix.SIGBUS), 0x7000), actAllow},
+		{"pidfd_send_signal no siginfo", nativeCall(unix.SYS_PIDFD_SEND_SIGNAL, 3, uint64(unix.SIGTERM), 0, 0), actAllow},
+		{"pidfd_send_signal siginfo", nativeCall(unix.SYS_PIDFD_SEND_SIGNAL, 3, uint64(unix.SIGSEGV), 0x7000, 0), actErrno(unix.EPERM)},
+		{"pidfd_send_signal siginfo high half", nativeCall(unix.SYS_PIDFD_SEND_SIGNAL, 3, uint64(unix.SIGSEGV), 0x1_0000_0000, 0), actErrno(unix.EPERM)},
+
 		{"personality default", nativeCall(unix.SYS_PERSONALITY, 0), actAllow},
 		{"personality query", nativeCall(unix.SYS_PERSONALITY, 0xffffffff), actAllow},
 		{"personality ADDR_NO_RANDOMIZE", nativeCall(unix.SYS_PERSONALITY, addrNoRandomize), actErrno(unix.EPERM)},

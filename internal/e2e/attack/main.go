@@ -8,6 +8,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -123,6 +124,9 @@ func main() {
 		os.Exit(0)
 	case "setcap":
 		err = setFileCaps(arg(1))
+	case "sigqueue":
+		sig, _ := strconv.Atoi(arg(3))
+		err = sigqueue(arg(1), arg(2), sig)
 	case "setxattr-user":
 		err = unix.Setxattr(arg(1), "user.nanosandbox-test", []byte("x"), 0)
 	default:
@@ -270,4 +274,42 @@ func threads(n int) error {
 		}
 	}
 	return fmt.Errorf("no thread count")
+}
+
+// sigqueue sends sig to pid with a siginfo of its own (si_code SI_QUEUE,
+// which the kernel lets any sender choose), by how: rt_sigqueueinfo,
+// rt_tgsigqueueinfo (to the thread pid of the process pid), or
+// pidfd_send_signal through a pidfd of pid (pidfd_open, or /proc/PID).
+func sigqueue(how, pidArg string, sig int) error {
+	pid, _ := strconv.Atoi(pidArg)
+	var info [128]byte // siginfo_t: signo, errno, code, then the sender
+	binary.LittleEndian.PutUint32(info[0:], uint32(sig))
+	binary.LittleEndian.PutUint32(info[8:], uint32(0xffffffff)) // SI_QUEUE, -1
+	binary.LittleEndian.PutUint32(info[16:], uint32(os.Getpid()))
+	binary.LittleEndian.PutUint32(info[20:], uint32(os.Getuid()))
+	p := uintptr(unsafePointer(&info[0]))
+	var errno syscall.Errno
+	switch how {
+	case "rt_sigqueueinfo":
+		_, _, errno = unix.Syscall(unix.SYS_RT_SIGQUEUEINFO, uintptr(pid), uintptr(sig), p)
+	case "rt_tgsigqueueinfo":
+		_, _, errno = unix.Syscall6(unix.SYS_RT_TGSIGQUEUEINFO, uintptr(pid), uintptr(pid), uintptr(sig), p, 0, 0)
+	case "pidfd", "procfd":
+		fd, err := unix.PidfdOpen(pid, 0)
+		if how == "procfd" {
+			fd, err = unix.Open("/proc/"+pidArg, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return setupError{fmt.Errorf("%s of %d: %w", how, pid, err)}
+		}
+		defer unix.Close(fd)
+		_, _, errno = unix.Syscall6(unix.SYS_PIDFD_SEND_SIGNAL, uintptr(fd), uintptr(sig), p, 0, 0, 0)
+	default:
+		return setupError{fmt.Errorf("sigqueue: unknown way %q", how)}
+	}
+	runtime.KeepAlive(&info)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
