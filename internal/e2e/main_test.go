@@ -197,11 +197,6 @@ func newEnv(t *testing.T) *env {
 		"NSB_TEST_SECRET=" + secretValue,
 		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
 	}}
-	// The helper in C, an experiment off by default, when the tests are
-	// asked to run with it (internal/sandbox/cstage/HELPER-PLAN.md).
-	if v, ok := os.LookupEnv("NANOSANDBOX_EXPERIMENTAL_C_HELPER"); ok {
-		e.vars = append(e.vars, "NANOSANDBOX_EXPERIMENTAL_C_HELPER="+v)
-	}
 	if withoutNamespaces {
 		e.reduce()
 	}

@@ -18,10 +18,10 @@ import (
 	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox/cstage"
 )
 
-// The helper in C (cstage/src/helper.c), work in progress: only its tests
-// (chelper_linux_test.go) start it, and the server where cHelperEnv asks
-// for it. See cstage/HELPER-PLAN.md for the design and what is left. The
-// server starts it where it starts this binary as the helper, with the
+// The helper in C (cstage/src/helper.c), used wherever the release tooling
+// built it with the C exec stage (cstage/build.sh); a plain go build has
+// neither, and runs this binary as its helper (helper_linux.go). See
+// cstage/HELPER-PLAN.md for the design. The server starts it where it starts this binary as the helper, with the
 // same namespaces and maps, and hands it blocks instead of the JSON spec:
 // as it starts, the scratch root's ops (the exec stage starts after them,
 // and waits); with the call, every mount operation of buildRoot as a
@@ -31,14 +31,12 @@ import (
 // records on the report pipe, which cHelperCall turns into the Go
 // helper's reports.
 
-// cHelperEnv, set to 1 in the server's environment, makes its helpers the
-// one in C, where both blobs were built (cstage/build.sh): an experiment,
-// off by default, so that the whole suite can run with it.
-const cHelperEnv = "NANOSANDBOX_EXPERIMENTAL_C_HELPER"
-
-// useCHelper reports whether the helpers are to be the one in C.
+// useCHelper reports whether the helpers are to be the one in C: where
+// both blobs were built, as a release's are. The two come from one build
+// step; where only the stage's blob matches (helper.c changed since it
+// ran), the Go helper starts the C stage.
 func useCHelper() bool {
-	return os.Getenv(cHelperEnv) == "1" && cHelperFile() != nil && cStageFile() != nil
+	return cHelperFile() != nil && cStageFile() != nil
 }
 
 // cHelperStageFD is the helper's descriptor of the exec stage's memfd:

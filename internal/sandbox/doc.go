@@ -52,8 +52,9 @@
 // from a sealed memfd, where the release tooling built it:
 // cstage_linux.go), tasks_linux.go
 // (counting the command's processes where nothing else reports the limit).
-// The helper itself in C, an experiment off by default (an environment
-// variable asks for it): chelper_linux.go, cstage/HELPER-PLAN.md.
+// Where the release tooling built them, the helper is in C too, from a
+// sealed memfd, driven by blocks of precomputed system calls
+// (chelper_linux.go, cstage/HELPER-PLAN.md).
 // Limits are held per command by a delegated cgroup v2 where the server has
 // one or systemd gives it one ([JoinScope], systemd_linux.go), else by
 // rlimits, which count less (memory.go).

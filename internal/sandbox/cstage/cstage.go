@@ -6,8 +6,8 @@
 // for this architecture. Without that step there is no blob, and the
 // sandbox runs its Go exec stage (exec_linux.go), which does the same.
 // build.sh builds the sandbox's helper in C too (src/helper.c, with
-// src/sys.h), an experiment that only tests and an opt-in switch use
-// ([HelperBlob]; HELPER-PLAN.md).
+// src/sys.h; [HelperBlob]; HELPER-PLAN.md), which the sandbox runs instead
+// of its Go helper wherever both blobs were built.
 //
 // It imports only the standard library; the sandbox package encodes the
 // stage's instructions and decodes its reports (cstage_linux.go).
