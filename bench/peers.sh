@@ -65,7 +65,7 @@ mkdir -p "$scratch/bin"
 built="built with CGO_ENABLED=0 -trimpath"
 if ! $smoke; then
   internal/sandbox/cstage/build.sh >&2
-  built="with the C exec stage (internal/sandbox/cstage/build.sh), $built"
+  built="with the helper and exec stage in C (internal/sandbox/cstage/build.sh), $built"
 fi
 CGO_ENABLED=0 go build -trimpath -o "$scratch/bin/nanosandbox-mcp" .
 chmod 755 "$scratch/bin" "$scratch/bin/nanosandbox-mcp"
