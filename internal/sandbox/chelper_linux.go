@@ -21,10 +21,12 @@ import (
 // The helper in C (cstage/src/helper.c), used wherever the release tooling
 // built it with the C exec stage (cstage/build.sh); a plain go build has
 // neither, and runs this binary as its helper (helper_linux.go). See
-// cstage/HELPER-PLAN.md for the design. The server starts it where it starts this binary as the helper, with the
-// same namespaces and maps, and hands it blocks instead of the JSON spec:
-// as it starts, the scratch root's ops (the exec stage starts after them,
-// and waits); with the call, every mount operation of buildRoot as a
+// cstage/HELPER-PLAN.md for the design. The server starts it where it
+// starts this binary as the helper, but in none of the sandbox's
+// namespaces: it launches itself into them (takeLaunch). It hands it
+// blocks instead of the JSON spec: as it starts, the namespaces and maps,
+// then the scratch root's ops (the exec stage starts after them, and
+// waits); with the call, every mount operation of buildRoot as a
 // system call with its arguments, the loopback, the proxy's socket,
 // pid_max, and the exec stage's own block, which the helper passes on
 // once it has built the root. Its reports, and the stage's, are 64-byte
@@ -51,9 +53,9 @@ func (s *linuxSandbox) cHelperStageFD() int {
 }
 
 // cHelperStartBlock is the block a helper in C of this sandbox is given as
-// it starts (startHelper).
-func (s *linuxSandbox) cHelperStartBlock() ([]byte, error) {
-	return encodeHelperStart(s.uid, s.gid, cHelperStartOps(s.idmapped()), s.cHelperStageFD())
+// it starts (startHelper), launching itself as l says.
+func (s *linuxSandbox) cHelperStartBlock(l *launch) ([]byte, error) {
+	return encodeHelperStart(s.uid, s.gid, cHelperStartOps(s.idmapped()), s.cHelperStageFD(), l)
 }
 
 // cHelperBlock is the block of the helper in C for the call sp, after its
@@ -116,7 +118,7 @@ var cHelperFile = sync.OnceValue(func() *os.File {
 // The helper's block: helper.c's struct header and struct op.
 const (
 	helperMagic      = 0x4842534e // "NSBH"
-	helperHeaderSize = 128
+	helperHeaderSize = 160
 	helperOpSize     = 64
 )
 
@@ -356,14 +358,71 @@ const helperStart = 1
 
 // encodeHelperStart is the block a helper in C is given as it starts,
 // before its call: start (cHelperStartOps), then the exec stage started
-// from stageFD as uid and gid.
-func encodeHelperStart(uid, gid int, start []hop, stageFD int) ([]byte, error) {
+// from stageFD as uid and gid. With l, the helper was started in none of
+// the sandbox's namespaces and launches itself into them (helper.c's
+// launch).
+func encodeHelperStart(uid, gid int, start []hop, stageFD int, l *launch) ([]byte, error) {
 	return encodeHelper(start, func(b *blockWriter, hdr []uint64) {
 		hdr[2] = helperStart
 		hdr[3], hdr[4] = uint64(uid), uint64(gid)
 		hdr[12] = uint64(stageFD)
 		hdr[13] = ^uint64(0)
+		if l != nil {
+			hdr[16] = uint64(l.flags)
+			hdr[17], hdr[18] = b.str(l.uidMap), b.str(l.gidMap)
+			if l.setgroups {
+				hdr[19] |= launchSetgroups
+			}
+			if l.becomeRoot {
+				hdr[19] |= launchBecomeRoot
+			}
+		}
 	})
+}
+
+// launch is what the helper in C does in place of the server's fork
+// code, which would otherwise have made its namespaces: the clone flags,
+// the uid_map and gid_map written for it (the text of the files), whether
+// setgroups stays allowed, and whether it then becomes its namespace's 0
+// with no groups (a root caller's, as syscall.Credential{} would).
+type launch struct {
+	flags          uintptr
+	uidMap, gidMap string
+	setgroups      bool
+	becomeRoot     bool
+}
+
+// helper.c's L_* flags.
+const (
+	launchSetgroups  = 1
+	launchBecomeRoot = 2
+)
+
+// takeLaunch moves what a's namespaces, maps and credential say into a
+// launch, and clears them from a: the helper in C is started in none of
+// them (a vfork, where a new user namespace forces a full fork of the
+// server), and makes them itself.
+func takeLaunch(a *syscall.SysProcAttr) (*launch, error) {
+	l := &launch{flags: a.Cloneflags, setgroups: a.GidMappingsEnableSetgroups}
+	idMap := func(ms []syscall.SysProcIDMap) string {
+		var b strings.Builder
+		for _, m := range ms {
+			fmt.Fprintf(&b, "%d %d %d\n", m.ContainerID, m.HostID, m.Size)
+		}
+		return b.String()
+	}
+	l.uidMap, l.gidMap = idMap(a.UidMappings), idMap(a.GidMappings)
+	if c := a.Credential; c != nil {
+		if c.Uid != 0 || c.Gid != 0 || len(c.Groups) != 0 || c.NoSetGroups {
+			return nil, bug(fmt.Errorf("the helper in C becomes 0 with no groups only, not %+v", *c))
+		}
+		l.becomeRoot = true
+	}
+	if l.flags&syscall.CLONE_NEWUSER == 0 || l.uidMap == "" || l.gidMap == "" {
+		return nil, bug(fmt.Errorf("the helper in C launches into a new user namespace with maps, not %#x %q %q", l.flags, l.uidMap, l.gidMap))
+	}
+	a.Cloneflags, a.UidMappings, a.GidMappings, a.GidMappingsEnableSetgroups, a.Credential = 0, nil, nil, false, nil
+	return l, nil
 }
 
 // encodeHelperBlock lays the call s out as the helper's block: ops its
@@ -463,7 +522,17 @@ const (
 var hfailures = []string{"helper instructions", "prctl(PR_SET_DUMPABLE)", "rt_sigprocmask", "close_range",
 	"pipe", "start exec stage", "write the exec stage's setgroups", "write the exec stage's uid_map",
 	"write the exec stage's gid_map", "start exec stage", "statx /", "hand the exec stage its spec",
-	"wait4", "start exec stage", "clock_gettime", "open /proc", "exec stage"}
+	"wait4", "start exec stage", "clock_gettime", "open /proc", "exec stage",
+	"start the sandbox helper", "write the sandbox helper's setgroups",
+	"write the sandbox helper's uid_map", "write the sandbox helper's gid_map"}
+
+// hLaunch is helper.c's H_LAUNCH, and its steps (LS_*) as the Go fork
+// code's failures would read.
+const hLaunch = 117
+
+var hLaunchSteps = []string{"pipe", "clone", "prctl(PR_SET_PDEATHSIG)", "sync", "setgroups", "setresgid", "setresuid"}
+
+const hLaunchClone = 1
 
 // hStageEnded is helper.c's H_STAGE_ENDED: the stage started before the
 // call had ended when the call came.
@@ -521,6 +590,9 @@ func (c *cHelperCall) setupError(cr cReport) *SetupError {
 		if cr.op == hStageEnded {
 			return &SetupError{Op: "exec stage", Err: "it ended before its call"} // as takeCall says
 		}
+		if cr.op == hLaunch {
+			return launchError(cr.index, e)
+		}
 		if e == 0 {
 			return &SetupError{Op: hfailures[i], Err: "failed"}
 		}
@@ -572,6 +644,25 @@ func (c *cHelperCall) setupError(cr cReport) *SetupError {
 		return setupError(o.descOnto, err)
 	}
 	return setupError(o.desc, err)
+}
+
+// launchError is the error the server's fork of a helper gave (startHelper)
+// for the launch's failure at step (hLaunchSteps) with e.
+func launchError(step uint32, e unix.Errno) *SetupError {
+	if step != hLaunchClone {
+		name := "step " + strconv.Itoa(int(step))
+		if int(step) < len(hLaunchSteps) {
+			name = hLaunchSteps[step]
+		}
+		return setupError("start the sandbox helper", fmt.Errorf("%s: %w", name, e))
+	}
+	if e == unix.EAGAIN {
+		if why := processLimitReached(); why != "" {
+			return &SetupError{Op: "start the sandbox helper", Err: e.Error() + ": " + why, Errno: e}
+		}
+	}
+	why, fix := diagnoseUserNS(e)
+	return &SetupError{Op: "create namespaces", Err: "cannot create user namespaces: " + why, Fix: fix, Errno: e}
 }
 
 // exit is the Go helper's exit report for the helper's exit record: its

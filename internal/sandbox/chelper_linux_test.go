@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,6 +65,8 @@ type cHelperOpts struct {
 	accept bool
 	// mutate changes the call's block before it is sent.
 	mutate func([]byte) []byte
+	// launch changes how the helper launches itself.
+	launch func(*launch)
 	// late: the call's block is the only one, and the stage starts once
 	// the root is built; else a start block comes first, as the server
 	// sends it, and the stage starts before the call.
@@ -83,11 +86,24 @@ func runCHelper(t *testing.T, s *spec, o cHelperOpts) cHelperRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// With a start block, the helper launches itself into its
+	// namespaces, as the server starts it; without (late), the test's
+	// fork makes them, as it did before the helper could.
+	attr := cHelperSysProcAttr(s.UID, s.GID, s.HostNetwork)
 	var startBlock []byte
 	if o.late {
 		ops, start = append(start, ops...), nil
-	} else if startBlock, err = encodeHelperStart(s.UID, s.GID, start, stageFD); err != nil {
-		t.Fatal(err)
+	} else {
+		l, err := takeLaunch(attr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.launch != nil {
+			o.launch(l)
+		}
+		if startBlock, err = encodeHelperStart(s.UID, s.GID, start, stageFD, l); err != nil {
+			t.Fatal(err)
+		}
 	}
 	block, call, err := encodeHelperBlock(s, start, ops, stageFD, netFD)
 	if err != nil {
@@ -120,7 +136,7 @@ func runCHelper(t *testing.T, s *spec, o cHelperOpts) cHelperRun {
 		ExtraFiles:  []*os.File{specR, repW, netHelper, stageMem, helperMem},
 		Stdout:      &stdout,
 		Stderr:      &stderr,
-		SysProcAttr: cHelperSysProcAttr(s.UID, s.GID, s.HostNetwork),
+		SysProcAttr: attr,
 		WaitDelay:   waitDelay,
 	}
 	started := make(chan error, 1)
@@ -441,6 +457,45 @@ func TestCHelperSetupErrors(t *testing.T) {
 	}
 }
 
+// TestCHelperLaunchErrors checks the launch's failures: they read as the
+// server's fork of a helper's did, and the helper ends without a call.
+func TestCHelperLaunchErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		launch func(*launch)
+		want   string
+	}{
+		{"namespaces refused", func(l *launch) {
+			l.flags |= unix.CLONE_FS // never with CLONE_NEWUSER: EINVAL, as a refusal would be
+		}, "sandbox setup failed: create namespaces: cannot create user namespaces: "},
+		{"uid map refused", func(l *launch) {
+			l.uidMap = "0 0 0\n" // an empty range
+		}, "sandbox setup failed: write the sandbox helper's uid_map: invalid argument"},
+		{"gid map refused", func(l *launch) {
+			l.gidMap = "x\n"
+		}, "sandbox setup failed: write the sandbox helper's gid_map: invalid argument"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			run := runCHelper(t, cHelperSpec("echo ran"), cHelperOpts{launch: tt.launch})
+			var got string
+			for _, r := range run.reports {
+				if r.Setup != nil {
+					got = r.Setup.Error()
+				}
+				if r.Took {
+					t.Error("the helper took its call")
+				}
+			}
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("got %q, want it to start %q (reports %+v)", got, tt.want, run.reports)
+			}
+			if run.code != 255 || run.stdout != "" {
+				t.Errorf("launcher status %d, stdout %q; want 255 and nothing run", run.code, run.stdout)
+			}
+		})
+	}
+}
+
 // TestCHelperNames checks that the Go side names as many of helper.c's
 // steps, failures and ops as helper.c has.
 func TestCHelperNames(t *testing.T) {
@@ -473,8 +528,14 @@ func TestCHelperNames(t *testing.T) {
 			t.Errorf("%s…: helper.c has %d (%v), the Go side %d, want %d", tt.first, len(names), names, tt.got, want)
 		}
 	}
-	if names := enum("H_BLOCK"); names[len(names)-1] != "H_STAGE_ENDED" || hStageEnded != 100+len(names)-1 {
-		t.Errorf("H_STAGE_ENDED is not last, or not %d: %v", hStageEnded, names)
+	names := enum("H_BLOCK")
+	for name, want := range map[string]int{"H_STAGE_ENDED": hStageEnded, "H_LAUNCH": hLaunch} {
+		if i := slices.Index(names, name); i < 0 || 100+i != want {
+			t.Errorf("%s is not %d: %v", name, want, names)
+		}
+	}
+	if steps := enum("LS_PIPE"); len(steps) != len(hLaunchSteps) || steps[hLaunchClone] != "LS_CLONE" {
+		t.Errorf("launch's steps: helper.c has %v, the Go side %v (clone at %d)", steps, hLaunchSteps, hLaunchClone)
 	}
 }
 

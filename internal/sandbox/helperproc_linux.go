@@ -206,8 +206,13 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		// The helper in C instead of this binary (chelper_linux.go): the
 		// exec stage's memfd, then its own, after every descriptor at a
 		// fixed number; it is executed from its number in the child.
-		// It is given its start block at once.
-		if startBlock, err = s.cHelperStartBlock(); err != nil {
+		// It is given its start block at once, and started in none of
+		// the sandbox's namespaces: it makes them itself.
+		l, err := takeLaunch(h.cmd.SysProcAttr)
+		if err != nil {
+			return nil, err
+		}
+		if startBlock, err = s.cHelperStartBlock(l); err != nil {
 			return nil, err
 		}
 		stage := 3 + len(h.cmd.ExtraFiles)

@@ -25,7 +25,7 @@
 // after its exit report, 255 after a setup report (or silently when the
 // block never came: the server ended first).
 
-#define NSB_HELPER_PROTOCOL 1
+#define NSB_HELPER_PROTOCOL 2
 
 #include "sys.h"
 
@@ -60,8 +60,20 @@ struct header {
 	u64 net_fd;       // where the proxy's socket goes; ~0 when none
 	u64 tasks_limit;  // the process limit, when the helper counts tasks; else 0
 	u64 op_base;      // added to an op's index in its reports
+	// The first block only: when clone_flags is set, this process was
+	// started in none of the sandbox's namespaces and launches the helper
+	// into them (launch): uid_map and gid_map (string offsets) are
+	// written for it as they are, launch's L_* flags say the rest.
+	u64 clone_flags;
+	u64 uid_map, gid_map;
+	u64 launch;
 };
-_Static_assert(sizeof(struct header) == 128, "header");
+_Static_assert(sizeof(struct header) == 160, "header");
+
+enum {
+	L_SETGROUPS = 1,   // setgroups stays allowed in the helper's namespace (else "deny")
+	L_BECOME_ROOT = 2, // the helper drops its groups and becomes its namespace's 0 (a root caller's)
+};
 
 // An op: code, flags, a slot (a kept mount's descriptor) and up to five
 // arguments, string offsets or numbers as the code says.
@@ -112,7 +124,13 @@ enum {
 enum {
 	H_BLOCK = 100, H_DUMPABLE, H_SIGMASK, H_CLOSE_RANGE, H_PIPE, H_CLONE,
 	H_SETGROUPS, H_UID_MAP, H_GID_MAP, H_SYNC, H_STATX_ROOT, H_STAGE_WRITE,
-	H_WAIT, H_EXECVEAT, H_CLOCK, H_PROC, H_STAGE_ENDED,
+	H_WAIT, H_EXECVEAT, H_CLOCK, H_PROC, H_STAGE_ENDED, H_LAUNCH,
+	H_LAUNCH_SETGROUPS, H_LAUNCH_UID_MAP, H_LAUNCH_GID_MAP,
+};
+// The step of launch that failed (H_LAUNCH's index).
+enum {
+	LS_PIPE = 0, LS_CLONE, LS_PDEATHSIG, LS_SYNC, LS_DROP_GROUPS, LS_SETRESGID,
+	LS_SETRESUID,
 };
 // Why a block was refused (H_BLOCK's index), as stage.c's.
 enum {
@@ -588,7 +606,7 @@ static void run_op(struct header *h, u64 i, struct op *o)
 enum {
 	CLONE_NEWUSER = 0x10000000, SIGHUP = 1, SIGINT = 2, SIGQUIT = 3, SIGKILL = 9,
 	SIGPIPE = 13, SIGTERM = 15, SIGCHLD = 17, SIG_SETMASK = 2, SIG_BLOCK = 0, WNOHANG = 1,
-	PR_SET_DUMPABLE = 4, CLOCK_MONOTONIC = 1,
+	PR_SET_DUMPABLE = 4, CLOCK_MONOTONIC = 1, PR_SET_PDEATHSIG = 1,
 };
 #define SIGBIT(s) (1ul << ((s) - 1))
 
@@ -654,6 +672,13 @@ static s64 spawn_stage(u64 uid, u64 gid, u64 stage_fd, int *blk_w)
 	s64 r;
 	if ((r = sys2(SYS_pipe2, blk, O_CLOEXEC)) < 0 || (r = sys2(SYS_pipe2, sync, O_CLOEXEC)) < 0)
 		fail(H_PIPE, 0, errno_of(r), 0);
+	// Dumpable across the clone, as in launch: a helper its launcher
+	// cloned has the memory of a process of the host's namespace, whose
+	// /proc files are the host's root's when it is not dumpable, and the
+	// stage's maps could not be written. No command runs yet; this
+	// process is not dumpable again before its call.
+	if ((r = sys5(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0)) < 0)
+		fail(H_DUMPABLE, 0, errno_of(r), 0);
 	// Fork semantics (no new stack): this process has one thread.
 	s64 pid = sys5(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
 	if (pid < 0)
@@ -689,6 +714,8 @@ static s64 spawn_stage(u64 uid, u64 gid, u64 stage_fd, int *blk_w)
 	if ((r = write_full(sync[1], &go, 1)) < 0)
 		fail(H_SYNC, 0, errno_of(r), 0);
 	sys1(SYS_close, sync[1]);
+	if ((r = sys5(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0)) < 0)
+		fail(H_DUMPABLE, 0, errno_of(r), 0);
 	*blk_w = blk[1];
 	return pid;
 }
@@ -938,6 +965,107 @@ static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs
 	}
 }
 
+// strlen of a string known to end inside the block.
+static u64 length(const char *s)
+{
+	u64 n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+// ended ends this process as the helper pid ended, wait status status:
+// with its exit code, or killed by its signal.
+static __attribute__((noreturn)) void ended(s32 status)
+{
+	int sig = status & 0x7f;
+	if (sig == 0)
+		exit_now((status >> 8) & 0xff);
+	u64 none = 0;
+	sys4(SYS_rt_sigprocmask, SIG_SETMASK, &none, 0, 8);
+	sys2(SYS_kill, sys0(SYS_getpid), sig);
+	exit_now(128 + sig); // a signal this process ignores
+}
+
+// launch starts the helper in the sandbox's namespaces. The server
+// starts this process in none of them, which costs it a vfork and an
+// exec of a small program, not a full fork of itself (a Go process
+// cannot vfork into a new user namespace: the parent must write the
+// child's maps while the child waits). So this one does what the
+// server's fork did: clones the helper into the namespaces, writes its
+// maps from the parent namespace, and lets it go on; the helper, which
+// continues from here, becomes its namespace's 0 where the caller is
+// root. This process then only passes the signals it gets on to the
+// helper, and ends as the helper does, which the server waits for. It
+// holds none of the call's descriptors by then: the helper has its own.
+static void launch(struct header *h, u64 sigs)
+{
+	int sync[2];
+	s64 r;
+	if ((r = sys2(SYS_pipe2, sync, O_CLOEXEC)) < 0)
+		fail(H_LAUNCH, LS_PIPE, errno_of(r), 0);
+	// Dumpable across the clone: the /proc files of a process that is not
+	// are root's, and an unprivileged launcher could not write the
+	// helper's maps. The helper is not dumpable again before it does
+	// anything else; this process, outside the sandbox's pid namespace,
+	// is not in its /proc at all.
+	if ((r = sys5(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0)) < 0)
+		fail(H_DUMPABLE, 0, errno_of(r), 0);
+	// Fork semantics (no new stack): this process has one thread.
+	s64 pid = sys5(SYS_clone, (s64)(h->clone_flags | SIGCHLD), 0, 0, 0, 0);
+	if (pid < 0)
+		fail(H_LAUNCH, LS_CLONE, errno_of(pid), 0);
+	if (pid == 0) {
+		// The helper, killed if the launcher dies. The launcher is
+		// outside this pid namespace (getppid says 0): whether it died
+		// before this was set, the sync pipe's end tells.
+		sys1(SYS_close, sync[1]);
+		if ((r = sys5(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) < 0)
+			fail(H_LAUNCH, LS_PDEATHSIG, errno_of(r), 0);
+		u8 b;
+		if (read_full(sync[0], &b, 1) != 1)
+			exit_now(255); // the launcher failed, and said why, or died
+		sys1(SYS_close, sync[0]);
+		if ((r = sys5(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0)) < 0)
+			fail(H_DUMPABLE, 0, errno_of(r), 0);
+		if (h->launch & L_BECOME_ROOT) {
+			if ((r = sys2(SYS_setgroups, 0, 0)) < 0)
+				fail(H_LAUNCH, LS_DROP_GROUPS, errno_of(r), 0);
+			if ((r = sys3(SYS_setresgid, 0, 0, 0)) < 0)
+				fail(H_LAUNCH, LS_SETRESGID, errno_of(r), 0);
+			if ((r = sys3(SYS_setresuid, 0, 0, 0)) < 0)
+				fail(H_LAUNCH, LS_SETRESUID, errno_of(r), 0);
+		}
+		return;
+	}
+	sys1(SYS_close, sync[0]);
+	const char *uid_map = string(h->uid_map), *gid_map = string(h->gid_map);
+	if (!(h->launch & L_SETGROUPS) && (r = write_proc(pid, "setgroups", "deny", 4)) < 0)
+		fail(H_LAUNCH_SETGROUPS, 0, errno_of(r), 0);
+	if ((r = write_proc(pid, "uid_map", uid_map, length(uid_map))) < 0)
+		fail(H_LAUNCH_UID_MAP, 0, errno_of(r), 0);
+	if ((r = write_proc(pid, "gid_map", gid_map, length(gid_map))) < 0)
+		fail(H_LAUNCH_GID_MAP, 0, errno_of(r), 0);
+	u8 go = 1;
+	if ((r = write_full(sync[1], &go, 1)) < 0)
+		fail(H_LAUNCH, LS_SYNC, errno_of(r), 0);
+	sys5(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
+	sys3(SYS_close_range, 0, ~0u, 0);
+	for (;;) {
+		u8 info[128];
+		s64 sig = sys4(SYS_rt_sigtimedwait, &sigs, info, 0, 8);
+		if (sig < 0)
+			continue; // EINTR; nothing else can fail here
+		if (sig != SIGCHLD) {
+			sys2(SYS_kill, pid, sig);
+			continue;
+		}
+		s32 status;
+		if (sys4(SYS_wait4, pid, &status, WNOHANG, 0) == pid)
+			ended(status);
+	}
+}
+
 static void run_ops(struct header *h)
 {
 	if (h->n_ops > block_size / sizeof(struct op))
@@ -962,6 +1090,8 @@ __attribute__((noreturn, used)) void helper_main(void)
 		fail(H_SIGMASK, 0, errno_of(r), 0);
 
 	struct header *h = read_block();
+	if (h->clone_flags)
+		launch(h, sigs); // returns in the helper
 	s64 stage = -1;
 	int blk_w = -1;
 	if (h->flags & HF_START) {
