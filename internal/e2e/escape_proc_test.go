@@ -272,6 +272,15 @@ sleep 0.3; echo alive`
 for sig in 11 7 4 8 5; do "$1" sigqueue $how 1 $sig >/dev/null; done; done; sleep 0.3; echo alive`, "sh", e.attackPath())
 		check(t, stdout, stderr, code)
 	})
+	// The command's process group: signalled whole (kill(0, ...)), it
+	// must hold nothing of the sandbox's but the command's own processes
+	// and pid 1.
+	t.Run("process group", func(t *testing.T) {
+		e := e.in(t)
+		stdout, stderr, code := e.run(nil, "sh", "-c", `trap '' USR1 USR2 ALRM VTALRM PIPE HUP INT QUIT TERM
+for s in USR1 USR2 ALRM VTALRM PIPE HUP INT QUIT TERM; do kill -$s 0; done; sleep 0.3; echo alive`)
+		check(t, stdout, stderr, code)
+	})
 	t.Run("server", func(t *testing.T) {
 		e := e.in(t)
 		s := e.serve()

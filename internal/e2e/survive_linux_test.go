@@ -182,3 +182,35 @@ func TestSurviveLongReport(t *testing.T) {
 		t.Errorf("one-shot: got exit %d, stderr %.300q; want 126 and file name too long", code, stderr)
 	}
 }
+
+// TestServerKilledEndsSandbox kills the server during a call, and during a
+// one-shot run its command line: every process of the sandbox must end
+// with it (the helper dies with whatever started it, a root caller's too,
+// whose helper changes its ids, which clears a death signal set before).
+func TestServerKilledEndsSandbox(t *testing.T) {
+	e := newEnv(t)
+	t.Run("server", func(t *testing.T) {
+		e := e.in(t)
+		s := e.serve()
+		m := sleepMarker()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s.callAsync(ctx, map[string]any{"command": "sleep", "args": []string{m}})
+		waitFor(t, func() bool { return len(processesWith(m)) > 0 })
+		s.cmd.Process.Kill()
+		waitGone(t, m, 5*time.Second)
+	})
+	t.Run("one-shot", func(t *testing.T) {
+		e := e.in(t)
+		m := sleepMarker()
+		cmd := e.command(context.Background(), append(e.args(), "--", "sleep", m)...)
+		cmd.Dir = e.ws
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Wait()
+		waitFor(t, func() bool { return len(processesWith(m)) > 0 })
+		cmd.Process.Kill()
+		waitGone(t, m, 5*time.Second)
+	})
+}

@@ -530,7 +530,7 @@ var hfailures = []string{"helper instructions", "prctl(PR_SET_DUMPABLE)", "rt_si
 // code's failures would read.
 const hLaunch = 117
 
-var hLaunchSteps = []string{"pipe", "clone", "prctl(PR_SET_PDEATHSIG)", "sync", "setgroups", "setresgid", "setresuid"}
+var hLaunchSteps = []string{"pipe", "clone", "prctl(PR_SET_PDEATHSIG)", "sync", "setgroups", "setresgid", "setresuid", "setsid"}
 
 const hLaunchClone = 1
 

@@ -130,7 +130,7 @@ enum {
 // The step of launch that failed (H_LAUNCH's index).
 enum {
 	LS_PIPE = 0, LS_CLONE, LS_PDEATHSIG, LS_SYNC, LS_DROP_GROUPS, LS_SETRESGID,
-	LS_SETRESUID,
+	LS_SETRESUID, LS_SETSID,
 };
 // Why a block was refused (H_BLOCK's index), as stage.c's.
 enum {
@@ -724,6 +724,10 @@ static s64 spawn_stage(u64 uid, u64 gid, u64 stage_fd, int *blk_w)
 // in: this one, now built (pivot_root moved a stage started earlier along).
 static void hand_stage(struct header *h, int blk_w)
 {
+	// The root words are written into the block after it was checked:
+	// they are words 3-5 of the stage's block, inside it (48 bytes at
+	// least, checked below), and the block's last byte, a NUL of its own
+	// after the stage's block (encodeHelper), stays as it was.
 	u64 *stage = at(h->stage, h->stage_size);
 	if (h->stage_size < 48)
 		refuse(B_RANGE);
@@ -908,17 +912,15 @@ static u64 now_ns(void)
 
 // reap waits for every process reparented to this one until the stage (then
 // the command) exits, passes signals on, and ends the call at its
-// deadline.
+// deadline. It reaps at most a round of children between two looks at the
+// deadline and the signals: a command that keeps dead children coming
+// (clone with CLONE_PARENT) must not hold the loop.
+#define REAP_ROUND 64
 static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs)
 {
 	u64 deadline = h->timeout_ns ? now_ns() + h->timeout_ns : 0;
-	u64 every = 0; // the next count's delay, when tasks are counted
-	if (h->tasks_limit) {
-		proc_fd = (int)sys4(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-		if (proc_fd < 0)
-			fail(H_PROC, 0, errno_of(proc_fd), 0);
-		every = 1;
-	}
+	u64 every = proc_fd >= 0 ? 1 : 0; // the next count's delay, when tasks are counted
+	int more = 0; // a round ended with children perhaps left to reap
 	for (;;) {
 		u64 now = now_ns();
 		if (deadline && now >= deadline)
@@ -929,7 +931,10 @@ static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs
 		if (every && (wake == 0 || last_count_ns + every < wake))
 			wake = last_count_ns + every;
 		struct timespec ts, *tp = 0;
-		if (wake) {
+		if (more) {
+			ts.sec = ts.nsec = 0; // only what is pending: then the next round
+			tp = &ts;
+		} else if (wake) {
 			now = now_ns();
 			u64 left = wake > now ? wake - now : 0;
 			ts.sec = (s64)(left / 1000000000ul);
@@ -938,15 +943,25 @@ static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs
 		}
 		u8 info[128];
 		s64 sig = sys4(SYS_rt_sigtimedwait, &sigs, info, tp, 8);
-		if (errno_of(sig) == EAGAIN || errno_of(sig) == EINTR)
-			continue; // a deadline, checked above
-		if (sig < 0)
+		if (errno_of(sig) == EINTR)
+			continue;
+		if (errno_of(sig) == EAGAIN) {
+			if (!more)
+				continue; // a deadline, checked above
+			sig = SIGCHLD;
+		} else if (sig < 0) {
 			fail(H_WAIT, 1, errno_of(sig), 0);
+		}
 		if (sig != SIGCHLD) {
 			sys2(SYS_kill, stage, sig);
 			continue;
 		}
-		for (;;) {
+		more = 0;
+		for (int n = 0;; n++) {
+			if (n == REAP_ROUND) {
+				more = 1;
+				break;
+			}
 			s32 status;
 			struct rusage ru;
 			s64 pid = sys4(SYS_wait4, -1, &status, WNOHANG, &ru);
@@ -958,7 +973,8 @@ static __attribute__((noreturn)) void reap(struct header *h, s64 stage, u64 sigs
 				fail(H_WAIT, 0, errno_of(pid), 0);
 			if (pid == stage)
 				finish(h, 0, (u32)status, (u64)ru.maxrss);
-			// An orphan reparented to this process.
+			// An orphan reparented to this process: a fork bomb's are,
+			// reaped while it is at its peak.
 			if (proc_fd >= 0 && (now = now_ns()) - last_count_ns >= 200000)
 				count_tasks(h, now);
 		}
@@ -1016,16 +1032,16 @@ static void launch(struct header *h, u64 sigs)
 	if (pid < 0)
 		fail(H_LAUNCH, LS_CLONE, errno_of(pid), 0);
 	if (pid == 0) {
-		// The helper, killed if the launcher dies. The launcher is
-		// outside this pid namespace (getppid says 0): whether it died
-		// before this was set, the sync pipe's end tells.
+		// The helper. A session of its own first, as the server's
+		// fork gave the Go helper: else the command, in the launcher's
+		// process group, could signal the launcher (kill(0, ...)),
+		// which is outside the pid namespace's shelter for pid 1.
 		sys1(SYS_close, sync[1]);
-		if ((r = sys5(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) < 0)
-			fail(H_LAUNCH, LS_PDEATHSIG, errno_of(r), 0);
+		if ((r = sys0(SYS_setsid)) < 0)
+			fail(H_LAUNCH, LS_SETSID, errno_of(r), 0);
 		u8 b;
 		if (read_full(sync[0], &b, 1) != 1)
 			exit_now(255); // the launcher failed, and said why, or died
-		sys1(SYS_close, sync[0]);
 		if ((r = sys5(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0)) < 0)
 			fail(H_DUMPABLE, 0, errno_of(r), 0);
 		if (h->launch & L_BECOME_ROOT) {
@@ -1036,6 +1052,17 @@ static void launch(struct header *h, u64 sigs)
 			if ((r = sys3(SYS_setresuid, 0, 0, 0)) < 0)
 				fail(H_LAUNCH, LS_SETRESUID, errno_of(r), 0);
 		}
+		// Killed if the launcher dies: set after the ids change, which
+		// clears it. The launcher keeps its end of the pipe until it
+		// ends, so an end of file now says it died before this was set
+		// (getppid cannot tell: the launcher is outside this pid
+		// namespace).
+		if ((r = sys5(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) < 0)
+			fail(H_LAUNCH, LS_PDEATHSIG, errno_of(r), 0);
+		sys3(SYS_fcntl, sync[0], F_SETFL, O_NONBLOCK);
+		if (sys3(SYS_read, sync[0], &b, 1) == 0)
+			exit_now(255);
+		sys1(SYS_close, sync[0]);
 		return;
 	}
 	sys1(SYS_close, sync[0]);
@@ -1050,7 +1077,10 @@ static void launch(struct header *h, u64 sigs)
 	if ((r = write_full(sync[1], &go, 1)) < 0)
 		fail(H_LAUNCH, LS_SYNC, errno_of(r), 0);
 	sys5(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
-	sys3(SYS_close_range, 0, ~0u, 0);
+	// Nothing of the call's stays here but the pipe's end, kept open
+	// for as long as this process lives (see the helper's side).
+	sys3(SYS_close_range, 0, (u32)sync[1] - 1, 0);
+	sys3(SYS_close_range, (u32)sync[1] + 1, ~0u, 0);
 	for (;;) {
 		u8 info[128];
 		s64 sig = sys4(SYS_rt_sigtimedwait, &sigs, info, 0, 8);
@@ -1117,6 +1147,13 @@ __attribute__((noreturn, used)) void helper_main(void)
 		fail(H_CLOSE_RANGE, 0, errno_of(r), 0);
 	if (stage < 0)
 		stage = spawn_stage(h->uid, h->gid, h->stage_fd, &blk_w);
+	// /proc, for counting tasks, opened before the command runs: a
+	// failure is a setup failure, not one during the call.
+	if (h->tasks_limit) {
+		proc_fd = (int)sys4(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+		if (proc_fd < 0)
+			fail(H_PROC, 0, errno_of(proc_fd), 0);
+	}
 	hand_stage(h, blk_w);
 	reap(h, stage, sigs);
 }

@@ -20,7 +20,7 @@ enum {
 	SYS_rt_sigprocmask = 14, SYS_getpid = 39, SYS_socket = 41, SYS_sendmsg = 46,
 	SYS_bind = 49, SYS_listen = 50, SYS_clone = 56, SYS_execve = 59, SYS_wait4 = 61,
 	SYS_kill = 62, SYS_fcntl = 72, SYS_chdir = 80, SYS_getuid = 102,
-	SYS_setgroups = 116, SYS_setresuid = 117, SYS_setresgid = 119,
+	SYS_setsid = 112, SYS_setgroups = 116, SYS_setresuid = 117, SYS_setresgid = 119,
 	SYS_capget = 125, SYS_capset = 126, SYS_rt_sigtimedwait = 128, SYS_statfs = 137,
 	SYS_pivot_root = 155, SYS_prctl = 157, SYS_mount = 165, SYS_umount2 = 166,
 	SYS_getdents64 = 217, SYS_clock_gettime = 228, SYS_exit_group = 231, SYS_openat = 257, SYS_mkdirat = 258,
@@ -54,7 +54,7 @@ enum {
 	SYS_getdents64 = 61, SYS_lseek = 62,
 	SYS_read = 63, SYS_write = 64, SYS_capget = 90, SYS_capset = 91,
 	SYS_exit_group = 94, SYS_clock_gettime = 113, SYS_kill = 129,
-	SYS_setresuid = 147, SYS_setresgid = 149, SYS_setgroups = 159,
+	SYS_setresuid = 147, SYS_setresgid = 149, SYS_setsid = 157, SYS_setgroups = 159,
 	SYS_rt_sigprocmask = 135, SYS_rt_sigtimedwait = 137, SYS_prctl = 167,
 	SYS_getpid = 172, SYS_getuid = 174, SYS_socket = 198, SYS_bind = 200,
 	SYS_listen = 201, SYS_sendmsg = 211, SYS_clone = 220, SYS_execve = 221,
@@ -111,7 +111,7 @@ enum {
 	PROT_READ = 1, PROT_WRITE = 2, MAP_PRIVATE = 2, MAP_ANONYMOUS = 0x20,
 	STATX_TYPE = 1, STATX_MODE = 2, STATX_INO = 0x100, STATX_MNT_ID = 0x1000,
 	S_IFMT = 0170000, S_IFDIR = 0040000, S_IFLNK = 0120000,
-	F_SETFD = 2, FD_CLOEXEC = 1,
+	F_SETFD = 2, FD_CLOEXEC = 1, F_SETFL = 4, O_NONBLOCK = 04000,
 	CLOSE_RANGE_CLOEXEC = 4,
 };
 
