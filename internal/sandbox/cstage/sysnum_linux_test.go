@@ -92,6 +92,7 @@ func TestSystemCallNumbers(t *testing.T) {
 		"SIGTERM": int(unix.SIGTERM), "SIGCHLD": int(unix.SIGCHLD), "SIG_SETMASK": unix.SIG_SETMASK,
 		"SIG_BLOCK": unix.SIG_BLOCK, "WNOHANG": unix.WNOHANG, "PR_SET_DUMPABLE": unix.PR_SET_DUMPABLE,
 		"PR_SET_PDEATHSIG": unix.PR_SET_PDEATHSIG, "CLOCK_MONOTONIC": unix.CLOCK_MONOTONIC,
+		"PR_SET_NAME": unix.PR_SET_NAME,
 	} {
 		m := regexp.MustCompile(`\b` + name + ` = (0x[0-9a-f]+|[0-9]+)`).FindStringSubmatch(string(helperSource))
 		if m == nil {

@@ -606,7 +606,7 @@ static void run_op(struct header *h, u64 i, struct op *o)
 enum {
 	CLONE_NEWUSER = 0x10000000, SIGHUP = 1, SIGINT = 2, SIGQUIT = 3, SIGKILL = 9,
 	SIGPIPE = 13, SIGTERM = 15, SIGCHLD = 17, SIG_SETMASK = 2, SIG_BLOCK = 0, WNOHANG = 1,
-	PR_SET_DUMPABLE = 4, CLOCK_MONOTONIC = 1, PR_SET_PDEATHSIG = 1,
+	PR_SET_DUMPABLE = 4, CLOCK_MONOTONIC = 1, PR_SET_PDEATHSIG = 1, PR_SET_NAME = 15,
 };
 #define SIGBIT(s) (1ul << ((s) - 1))
 
@@ -1112,6 +1112,9 @@ __attribute__((noreturn, used)) void helper_main(void)
 	s64 r = sys5(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (r < 0)
 		fail(H_DUMPABLE, 0, errno_of(r), 0);
+	// A name for ps and top, which would show the descriptor number it
+	// was executed from (argv[0] says "nanosandbox-mcp: sandbox").
+	sys5(SYS_prctl, PR_SET_NAME, "nsb-sandbox", 0, 0, 0);
 	// The signals the wait loop takes, blocked before anything can send
 	// them; SIGPIPE too, so a stage that ended early is an EPIPE.
 	u64 sigs = SIGBIT(SIGCHLD) | SIGBIT(SIGINT) | SIGBIT(SIGTERM) | SIGBIT(SIGHUP) | SIGBIT(SIGQUIT);
