@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox/sandboxtest"
 )
 
 // Where the tests are told the binary holds the helper and exec stage in C
@@ -39,4 +43,49 @@ func TestHelperInC(t *testing.T) {
 			want(t, out.Stdout)
 		}
 	})
+}
+
+// TestLauncherHoldsNothing: the launcher of a helper in C (the server's
+// child, outside the sandbox's namespaces) keeps none of the call's
+// descriptors, its stdio, spec, reports, proxy socket or memfds: one pipe,
+// whose end tells the helper it lives. Else it would keep a call's output
+// open past the sandbox, or hand a later process what the call had.
+func TestLauncherHoldsNothing(t *testing.T) {
+	if os.Getenv("NANOSANDBOX_REQUIRE_CSTAGE") == "" {
+		t.Skip("NANOSANDBOX_REQUIRE_CSTAGE is not set: the binary under test may run the Go helper, which has no launcher")
+	}
+	if os.Getuid() != 0 {
+		t.Skip("the launcher is not dumpable: only root may list its descriptors")
+	}
+	e := newEnv(t)
+	s := e.serve()
+	m := sleepMarker()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.callAsync(ctx, map[string]any{"command": "sleep", "args": []string{m}})
+	waitFor(t, func() bool { return len(processesWith(m)) > 0 })
+	server := s.cmd.Process.Pid
+	launchers := 0
+	for _, pid := range sandboxtest.Descendants(server) {
+		if pp, _, ok := sandboxtest.Stat(pid); !ok || pp != server || cmdline(pid) != "nanosandbox-mcp: sandbox" {
+			continue
+		}
+		launchers++
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var links []string
+		for _, fd := range fds {
+			l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+			links = append(links, fd.Name()+" -> "+l)
+		}
+		if len(links) != 1 || !strings.Contains(links[0], "pipe:") {
+			t.Errorf("launcher %d holds %v, want one pipe", pid, links)
+		}
+	}
+	if launchers == 0 {
+		t.Fatal("no launcher below the server")
+	}
+	cancel()
 }
