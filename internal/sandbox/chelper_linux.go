@@ -261,14 +261,7 @@ func cHelperCallOps(s *spec) ([]hop, error) {
 		}
 		switch op.Kind {
 		case opTmpfs, opHide:
-			mode := op.Mode
-			if mode == 0 {
-				mode = 0o755
-			}
-			size := op.Size
-			if op.Kind == opHide {
-				size = 1 << 20 // holds mount points only, then sealed
-			}
+			mode, size := tmpfsModeSize(op)
 			if slot := tmpfs(strconv.FormatUint(uint64(mode), 8), sizeArg(size), target, op.Kind == opHide, "mount tmpfs "+op.Path); slot != 0 {
 				seal = append(seal, slot)
 			}
@@ -682,13 +675,7 @@ func (c *cHelperCall) exit(cr cReport) *exitReport {
 		er.Limit = limitVerdict(c.s.Limits, c.s.Mech, nil, 0, int(cr.v[2]), full)
 		return er
 	}
-	switch {
-	case ws.Exited():
-		er.Code = ws.ExitStatus()
-	case ws.Signaled():
-		er.Code = -1
-		er.Signal = int(ws.Signal())
-	}
+	er.setStatus(ws)
 	er.Limit = limitVerdict(c.s.Limits, c.s.Mech, &ws, er.MaxRSS, int(cr.v[2]), full)
 	return er
 }

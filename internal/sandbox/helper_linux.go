@@ -285,13 +285,7 @@ func (h *helper) reap() {
 			continue
 		}
 		er := &exitReport{MaxRSS: ru.Maxrss * 1024}
-		switch {
-		case ws.Exited():
-			er.Code = ws.ExitStatus()
-		case ws.Signaled():
-			er.Code = -1
-			er.Signal = int(ws.Signal())
-		}
+		er.setStatus(ws)
 		er.Limit = h.limitReached(&ws, &ru)
 		if h.cstage != nil {
 			<-h.cstage.done // its last reports before its exit's

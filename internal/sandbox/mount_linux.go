@@ -110,20 +110,27 @@ func enterScratch() error {
 	return nil
 }
 
+// tmpfsModeSize is the root mode and size of op's tmpfs, as both helpers
+// mount it: 0755 unless the plan says, and 1 MiB for a hidden tree, which
+// holds mount points only before it is sealed.
+func tmpfsModeSize(op mountOp) (mode uint32, size int64) {
+	mode, size = op.Mode, op.Size
+	if mode == 0 {
+		mode = 0o755
+	}
+	if op.Kind == opHide {
+		size = 1 << 20
+	}
+	return mode, size
+}
+
 // runOp performs one step. For a hidden tree it returns the mount's fd, to be
 // sealed read-only at the end; otherwise -1.
 func runOp(op mountOp) (int, error) {
 	target := newRoot + op.Path
 	switch op.Kind {
 	case opTmpfs, opHide:
-		mode := op.Mode
-		if mode == 0 {
-			mode = 0o755
-		}
-		size := op.Size
-		if op.Kind == opHide {
-			size = 1 << 20 // holds mount points only, then sealed
-		}
+		mode, size := tmpfsModeSize(op)
 		mfd, err := newTmpfs(fmt.Sprintf("%o", mode), size)
 		if err != nil {
 			return -1, setupError("tmpfs "+op.Path, err)

@@ -97,6 +97,18 @@ type exitReport struct {
 	MaxRSS   int64     `json:"max_rss,omitempty"` // bytes, from wait4's rusage
 }
 
+// setStatus sets er's code and signal from a wait status: the exit code,
+// or -1 and the signal that killed it.
+func (er *exitReport) setStatus(ws unix.WaitStatus) {
+	switch {
+	case ws.Exited():
+		er.Code = ws.ExitStatus()
+	case ws.Signaled():
+		er.Code = -1
+		er.Signal = int(ws.Signal())
+	}
+}
+
 func readSpec() (*spec, []byte, error) {
 	f := os.NewFile(specFD, "spec")
 	raw, err := io.ReadAll(f)
