@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -59,11 +58,7 @@ func TestLauncherHoldsNothing(t *testing.T) {
 	}
 	e := newEnv(t)
 	s := e.serve()
-	m := sleepMarker()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s.callAsync(ctx, map[string]any{"command": "sleep", "args": []string{m}})
-	waitFor(t, func() bool { return len(processesWith(m)) > 0 })
+	s.sleepingCall(t)
 	server := s.cmd.Process.Pid
 	launchers := 0
 	for _, pid := range sandboxtest.Descendants(server) {
@@ -87,5 +82,4 @@ func TestLauncherHoldsNothing(t *testing.T) {
 	if launchers == 0 {
 		t.Fatal("no launcher below the server")
 	}
-	cancel()
 }

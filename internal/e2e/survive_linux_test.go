@@ -192,11 +192,7 @@ func TestServerKilledEndsSandbox(t *testing.T) {
 	t.Run("server", func(t *testing.T) {
 		e := e.in(t)
 		s := e.serve()
-		m := sleepMarker()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		s.callAsync(ctx, map[string]any{"command": "sleep", "args": []string{m}})
-		waitFor(t, func() bool { return len(processesWith(m)) > 0 })
+		m := s.sleepingCall(t)
 		s.cmd.Process.Kill()
 		waitGone(t, m, 5*time.Second)
 	})
