@@ -521,19 +521,6 @@ func decode(t *testing.T, res *mcp.CallToolResult) output {
 
 // callAsync runs s.CallTool on its own goroutine; the result arrives on the
 // channel (a goroutine must not call t.Fatal).
-// sleepingCall starts a call that sleeps for hours and waits until its
-// sleep runs; it returns the sleep's marker (sleepMarker). The call ends
-// with the test, or with its server.
-func (s *session) sleepingCall(t *testing.T) string {
-	t.Helper()
-	m := sleepMarker()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s.callAsync(ctx, map[string]any{"command": "sleep", "args": []string{m}})
-	waitFor(t, func() bool { return len(processesWith(m)) > 0 })
-	return m
-}
-
 func (s *session) callAsync(ctx context.Context, arguments map[string]any) <-chan asyncResult {
 	ch := make(chan asyncResult, 1)
 	go func() {

@@ -210,3 +210,16 @@ func TestServerKilledEndsSandbox(t *testing.T) {
 		waitGone(t, m, 5*time.Second)
 	})
 }
+
+// sleepingCall starts a call that sleeps for hours and waits until its
+// sleep runs; it returns the sleep's marker (sleepMarker). The call ends
+// with the test, or with its server.
+func (s *session) sleepingCall(t *testing.T) string {
+	t.Helper()
+	m := sleepMarker()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.callAsync(ctx, map[string]any{"command": "sleep", "args": []string{m}})
+	waitFor(t, func() bool { return len(processesWith(m)) > 0 })
+	return m
+}
