@@ -39,6 +39,8 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 YES_1GIB = "yes | head -c 1073741824"
 DD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=2000000"]
 CONCURRENT = 50
+# The one-shot row that runs our binary with --version: no sandbox, no command.
+ALONE = "ours: the binary alone (--version)"
 PACE_S = 0.020
 SETTLE_S = 0.2
 
@@ -311,10 +313,11 @@ class PerfAttach:
 class OneShot:
     """A command-line sandbox: argv(cmd) is the command line that runs cmd in it."""
 
-    def __init__(self, name, prefix, env=None, ws=None, shell=False, pass_fds=(), note=""):
+    def __init__(self, name, prefix, env=None, ws=None, shell=False, pass_fds=(), note="", alone=False):
         self.name, self.prefix, self.env, self.ws = name, prefix, env, ws
         self.shell = shell  # takes one shell string (srt -c) rather than argv
         self.pass_fds, self.note = pass_fds, note
+        self.alone = alone  # runs prefix alone: no command, no sandbox
 
     def rewind(self):
         """Puts the files passed by descriptor back at their start: the
@@ -323,6 +326,8 @@ class OneShot:
             os.lseek(fd, 0, os.SEEK_SET)
 
     def argv(self, cmd):
+        if self.alone:
+            return list(self.prefix)
         if self.shell:
             return self.prefix + [" ".join(cmd)]
         return self.prefix + cmd
@@ -440,6 +445,9 @@ class Bench:
                                        "run_command", lambda cmd: {"command": cmd[0], "args": cmd[1:]}, ws,
                                        env=env, user=user, check=ours_check))
             self.dds.append(OneShot(label, prefix, env=env, ws=ws, note=note))
+        # The floor of a one-shot run while the command line is a Go program:
+        # our binary starting, running its package initialisers and exiting.
+        self.oneshots.append(OneShot(ALONE, [b, "--version"], env=self.env_for(), alone=True))
         self.oneshots.append(OneShot("bare true", [], env=self.env_for()))
         self.dds.insert(0, OneShot("direct", [], env=self.env_for()))
 
@@ -868,6 +876,14 @@ class Bench:
                 ("one.faults", "page faults", f0), ("one.cswitches", "context switches", f0),
                 ("one.tasks", "tasks created", f1), ("one.threads", "of which threads", f1), ("one.execs", "execs", f1)]
         self.table(w, [t.name for t in self.oneshots], cols, ours)
+        if any(t.name == ALONE for t in self.oneshots):
+            of = "%s of our one-shot run" % self.res.ratio("one.cpu_ms", ALONE, ours)
+            if self.res.median("one.cpu_ms", "bwrap") is not None:
+                of = "%s of bubblewrap's whole run and %s" % (self.res.ratio("one.cpu_ms", ALONE, "bwrap"), of)
+            w("The row *%s* sandboxes nothing: our binary starts, runs its package initialisers (the MCP SDK's "
+              "and net/http's among them) and exits. Its CPU (%s) is %s: a floor no change to the sandbox "
+              "lowers while the command line is a Go program." % (ALONE, src, of))
+            w("")
         if self.servers:
             w("### MCP: `run_command true` (or the peer's tool running `/bin/true`) over one session")
             w("")
