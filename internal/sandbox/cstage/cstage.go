@@ -72,8 +72,8 @@ func Blob(goarch string) []byte {
 // HelperName is the file name of the helper in C built for goarch from
 // this helper.c and sys.h: helper-linux-GOARCH-HASH, HASH the first 16 hex
 // digits of the SHA-256 of "nsb-chelper protocol N\n" followed by sys.h
-// and helper.c. build.sh names it the same. (Work in progress: nothing
-// runs the helper in C but its tests; see HELPER-PLAN.md.)
+// and helper.c. build.sh names it the same, so a helper built from another
+// helper.c is never used.
 func HelperName(goarch string) string {
 	return "helper-linux-" + goarch + "-" + helperHash()
 }

@@ -1,7 +1,8 @@
 // The sandbox's helper, in C: pid 1 of the sandbox's namespaces, uid 0 in
-// its own user namespace. Work in progress (HELPER-PLAN.md): only the tests
-// start it, and the server when NANOSANDBOX_EXPERIMENTAL_C_HELPER=1 is in
-// its environment.
+// its own user namespace. The server and the command line run it wherever
+// both blobs were built, as in every release; a plain go build runs the Go
+// helper instead (HELPER-PLAN.md). The server starts it in no namespace,
+// and it launches itself into the sandbox's (launch, below).
 //
 // It does what helperMain (helper_linux.go) does, driven by flat binary
 // instruction blocks the Go side precomputed (chelper_linux.go encodes
