@@ -62,12 +62,12 @@ mkdir -p "$scratch/bin"
 # The full run measures what a release ships: the C exec stage built and
 # embedded (its build.sh installs its pinned zig). The smoke mode builds
 # nothing more than the binary, with whatever stage is there.
-built="built with CGO_ENABLED=0 -trimpath"
+built="built as the release is: CGO_ENABLED=0 -trimpath -ldflags '-s -w'"
 if ! $smoke; then
   internal/sandbox/cstage/build.sh >&2
   built="with the helper and exec stage in C (internal/sandbox/cstage/build.sh), $built"
 fi
-CGO_ENABLED=0 go build -trimpath -o "$scratch/bin/nanosandbox-mcp" .
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$scratch/bin/nanosandbox-mcp" .
 chmod 755 "$scratch/bin" "$scratch/bin/nanosandbox-mcp"
 
 ours="commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
