@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,17 +22,19 @@ import (
 // computes everything (the rlimits, the program's candidate paths, the
 // Landlock ruleset and rules for this kernel's ABI, the seccomp program's
 // bytes and flags) and hands it one flat binary block; the stage applies
-// it and reports in fixed binary records, which the helper turns into the
-// Go stage's reports, with the same messages (relay).
+// it and reports in fixed binary records, which the helper in C passes on
+// to the server, and the server reads with the Go stage's messages
+// (cStageCall, chelper_linux.go).
 //
 // Where it comes from: the blob built by cstage/build.sh and embedded for
 // this architecture, named after the hash of its source, so a stale one is
 // never used. The server puts it, once, into a sealed memfd (written once,
 // then sealed against every write, resize and further seal) which each
-// helper inherits, and from which the helper starts the stage through
-// /proc/self/fd/N, this pid namespace's /proc, where /proc/self/exe started
-// the Go stage. Without a blob (a plain go build, go install or go test),
-// or where the memfd cannot be made executable, the Go stage runs.
+// helper in C inherits, and from which it starts the stage through
+// /proc/self/fd/N, this pid namespace's /proc. Only the helper in C starts
+// it: without both blobs (a plain go build, go install or go test; a tree
+// where helper.c changed since build.sh ran), or where a memfd cannot be
+// made executable, the Go helper runs with the Go stage.
 //
 // Why it holds what the Go stage held: the same restrictions, in the same
 // order, from values computed by the same Go code (landlockAccessFor,
@@ -55,10 +56,6 @@ import (
 // helper, before the stage's earlier steps. Not used without namespaces
 // (reducedhelper_linux.go), whose stage counts the caller's processes for
 // RLIMIT_NPROC as it starts.
-
-// stageEnv names, in the helper's environment, its descriptor of the memfd
-// that holds the C exec stage; absent when the Go stage runs.
-const stageEnv = "_NANOSANDBOX_STAGE_FD"
 
 // cStageFile returns the sealed memfd holding the C exec stage for this
 // architecture, made at the first call, or nil when there is none.
@@ -110,59 +107,6 @@ func sealedMemfd(name string, b []byte) (*os.File, error) {
 		return nil, errors.New("the exec stage's memfd is not executable (vm.memfd_noexec)")
 	}
 	return f, nil
-}
-
-// stageFD returns the helper's descriptor of the C exec stage, or -1.
-func stageFD() int {
-	v, ok := os.LookupEnv(stageEnv)
-	if !ok {
-		return -1
-	}
-	fd, err := strconv.Atoi(v)
-	if err != nil || fd <= reportFD {
-		return -1
-	}
-	return fd
-}
-
-// cStageLink is the helper's side of a C exec stage: it turns the stage's
-// reports into the helper's, with the call it was handed.
-type cStageLink struct {
-	call chan *cStageCall // the call, once encoded (buffered: one)
-	done chan struct{}    // closed when the stage's reports have ended
-}
-
-// startCStage starts the C exec stage from the memfd at fd, as
-// startExecStage starts the Go one: in a nested user namespace that maps
-// the caller back. It reads its block from specR, and reports to this
-// process, which passes its reports on to rep.
-func startCStage(fd int, specR, rep *os.File) (*os.Process, *cStageLink, error) {
-	uid, gid, err := helperIDs()
-	if err != nil {
-		return nil, nil, err
-	}
-	// The helper's own descriptor stays out of every other process it
-	// starts (the stage execs through the path, which needs no inherited
-	// copy).
-	unix.CloseOnExec(fd)
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("pipe: %w", err)
-	}
-	proc, err := os.StartProcess("/proc/self/fd/"+strconv.Itoa(fd), []string{"nanosandbox-mcp: exec"}, &os.ProcAttr{
-		Dir:   "/",
-		Env:   []string{},
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, repW},
-		Sys:   nestedUserNS(uid, gid),
-	})
-	repW.Close()
-	if err != nil {
-		repR.Close()
-		return nil, nil, fmt.Errorf("start exec stage: %w", err)
-	}
-	l := &cStageLink{call: make(chan *cStageCall, 1), done: make(chan struct{})}
-	go l.relay(repR, rep)
-	return proc, l, nil
 }
 
 // cStageCall is what the helper needs to turn the stage's reports about
@@ -449,40 +393,6 @@ func stageFilter(o filterOptions) ([]byte, error) {
 	}
 	stageFilters.Store(o, b)
 	return b, nil
-}
-
-// relay reads the stage's reports until it execs the command (its end of
-// the pipe is close-on-exec) or ends, and passes each on to rep as the Go
-// stage would have sent it.
-func (l *cStageLink) relay(r, rep *os.File) {
-	defer close(l.done)
-	defer r.Close()
-	var call *cStageCall
-	var parts []error
-	buf := make([]byte, reportSize)
-	for {
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return
-		}
-		cr := decodeCReport(buf)
-		if call == nil {
-			call = <-l.call // sent before the block: never waits
-		}
-		if cr.magic != blockMagic {
-			sendReport(rep, report{Setup: &SetupError{Op: "exec stage", Err: "unreadable report"}})
-			continue
-		}
-		switch cr.kind {
-		case kindReady:
-			sendReport(rep, report{Ready: true})
-		case kindPart:
-			parts = append(parts, call.rlimitError(cr))
-		case kindSetup:
-			sendReport(rep, report{Setup: asSetupError(call.setupError(cr, parts))})
-		case kindStart:
-			sendReport(rep, report{Start: call.startError(cr)})
-		}
-	}
 }
 
 func (c *cStageCall) rlimitError(cr cReport) error {

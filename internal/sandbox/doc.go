@@ -48,13 +48,12 @@
 // sandbox's network namespace and handed to the server, whose proxy dials
 // from the host). The re-executions' half: protocol_linux.go (the spec and
 // the reports between them), helper_linux.go (pid 1 of the sandbox),
-// exec_linux.go (the last restrictions, then exec; or the same in C,
-// from a sealed memfd, where the release tooling built it:
-// cstage_linux.go), tasks_linux.go
+// exec_linux.go (the last restrictions, then exec), tasks_linux.go
 // (counting the command's processes where nothing else reports the limit).
-// Where the release tooling built them, the helper is in C too, from a
-// sealed memfd, driven by blocks of precomputed system calls
-// (chelper_linux.go, cstage/HELPER-PLAN.md).
+// Where the release tooling built them, the helper and the exec stage are
+// in C instead, each from a sealed memfd, driven by blocks of precomputed
+// system calls (chelper_linux.go, cstage_linux.go, cstage/HELPER-PLAN.md);
+// the Go helper always runs the Go exec stage.
 // Limits are held per command by a delegated cgroup v2 where the server has
 // one or systemd gives it one ([JoinScope], systemd_linux.go), else by
 // rlimits, which count less (memory.go).

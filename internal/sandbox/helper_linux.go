@@ -53,7 +53,6 @@ type helper struct {
 	early bool     // the exec stage starts before the call comes
 	// The exec stage, once started, and the pipe of its spec.
 	stage        *os.Process
-	cstage       *cStageLink // nil unless the stage is the C one
 	specR, specW *os.File
 	spec         *spec        // the call, once taken
 	tasks        *taskCounter // nil unless the process limit reports nothing itself
@@ -132,12 +131,9 @@ func (h *helper) enterScratch() {
 // startStage starts the exec stage, which waits for its spec.
 func (h *helper) startStage() {
 	var err error
-	switch fd := stageFD(); {
-	case h.reduced:
+	if h.reduced {
 		h.stage, err = startReducedStage(h.specR, h.rep)
-	case fd >= 0:
-		h.stage, h.cstage, err = startCStage(fd, h.specR, h.rep)
-	default:
+	} else {
 		h.stage, err = startExecStage(h.specR, h.rep)
 	}
 	h.specR.Close()
@@ -212,14 +208,8 @@ func (h *helper) handOver() {
 	if s.Root, err = currentRoot(); err != nil {
 		h.fail(err)
 	}
-	var raw []byte
-	if h.cstage != nil {
-		var call *cStageCall
-		if raw, call, err = encodeBlock(s); err != nil {
-			h.fail(err)
-		}
-		h.cstage.call <- call // before the block: the stage reports only once it has it
-	} else if raw, err = json.Marshal(s); err != nil {
+	raw, err := json.Marshal(s)
+	if err != nil {
 		h.fail(bug(err))
 	}
 	if _, err := h.specW.Write(raw); err != nil {
@@ -287,9 +277,6 @@ func (h *helper) reap() {
 		er := &exitReport{MaxRSS: ru.Maxrss * 1024}
 		er.setStatus(ws)
 		er.Limit = h.limitReached(&ws, &ru)
-		if h.cstage != nil {
-			<-h.cstage.done // its last reports before its exit's
-		}
 		h.finish(er)
 		select {} // finish exits; a timeout may be exiting already
 	}

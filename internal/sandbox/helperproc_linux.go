@@ -222,12 +222,6 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		h.cmd.ExtraFiles = append(h.cmd.ExtraFiles, cStageFile(), cHelperFile())
 		h.cmd.Path = "/proc/self/fd/" + strconv.Itoa(stage+1)
 		h.cmd.Env = []string{}
-	} else if f := cStageFile(); f != nil && !s.reduced {
-		// The C exec stage, which the helper starts instead of this
-		// binary's Go one (cstage_linux.go); after every descriptor at a
-		// fixed number.
-		h.cmd.Env = append(h.cmd.Env, stageEnv+"="+strconv.Itoa(3+len(h.cmd.ExtraFiles)))
-		h.cmd.ExtraFiles = append(h.cmd.ExtraFiles, f)
 	}
 	if h.cg != nil {
 		// Born in its cgroup (CLONE_INTO_CGROUP): nothing runs outside it.
