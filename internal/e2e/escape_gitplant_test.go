@@ -343,10 +343,8 @@ func TestEscapeGitServerKilledMidCall(t *testing.T) {
 	}
 	stderrPipe, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/2", s.cmd.Process.Pid))
 	s.cmd.Process.Kill()
-	waited := make(chan error, 1)
-	go func() { waited <- s.cmd.Wait() }()
 	select {
-	case <-waited:
+	case <-s.stderr.done:
 	case <-time.After(15 * time.Second):
 		t.Fatalf("the killed server's output stayed open: something it started outlived it; holding its stderr (%s):\n%s",
 			stderrPipe, holders(stderrPipe))

@@ -261,7 +261,40 @@ func exitCode(ps *os.ProcessState) int {
 type session struct {
 	*mcp.ClientSession
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *stderrPipe
+}
+
+// stderrPipe is a server's stderr: a pipe of the test's own, read to its
+// end. Its end (done) says that no process holds it any more, the server
+// nor anything it started, which a test can wait for without cmd.Wait:
+// CommandTransport calls that itself when the session closes, and of two
+// Waits at once one never returns.
+type stderrPipe struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	done chan struct{}
+}
+
+func (p *stderrPipe) read(r *os.File) {
+	defer close(p.done)
+	defer r.Close()
+	b := make([]byte, 4096)
+	for {
+		n, err := r.Read(b)
+		p.mu.Lock()
+		p.buf.Write(b[:n])
+		p.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// String is what the server wrote to stderr so far.
+func (p *stderrPipe) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buf.String()
 }
 
 // serve starts the server with flags and connects a go-sdk client over
@@ -269,16 +302,26 @@ type session struct {
 func (e *env) serve(flags ...string) *session {
 	e.t.Helper()
 	cmd := e.command(context.Background(), e.args(flags...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	stderr := &stderrPipe{done: make(chan struct{})}
+	go stderr.read(r)
+	cmd.Stderr = w
 	client := mcp.NewClient(&mcp.Implementation{Name: "nsb-e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	w.Close() // the server has its own copy, if it started
 	if err != nil {
+		select {
+		case <-stderr.done:
+		case <-time.After(2 * time.Second):
+		}
 		e.t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
 	}
-	s := &session{ClientSession: cs, cmd: cmd, stderr: &stderr}
+	s := &session{ClientSession: cs, cmd: cmd, stderr: stderr}
 	e.t.Cleanup(func() { cs.Close() })
 	return s
 }
