@@ -649,13 +649,7 @@ func launchError(step uint32, e unix.Errno) *SetupError {
 		}
 		return setupError("start the sandbox helper", fmt.Errorf("%s: %w", name, e))
 	}
-	if e == unix.EAGAIN {
-		if why := processLimitReached(); why != "" {
-			return &SetupError{Op: "start the sandbox helper", Err: e.Error() + ": " + why, Errno: e}
-		}
-	}
-	why, fix := diagnoseUserNS(e)
-	return &SetupError{Op: "create namespaces", Err: "cannot create user namespaces: " + why, Fix: fix, Errno: e}
+	return helperStartFailed(e, false)
 }
 
 // exit is the Go helper's exit report for the helper's exit record: its

@@ -246,16 +246,7 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 	}()
 	if err := <-started; err != nil {
 		h.cmd = nil
-		if errors.Is(err, syscall.EAGAIN) {
-			if why := processLimitReached(); why != "" {
-				return nil, &SetupError{Op: "start the sandbox helper", Err: strings.TrimPrefix(err.Error(), "fork/exec /proc/self/exe: ") + ": " + why, Errno: errnoOf(err)}
-			}
-		}
-		if s.reduced {
-			return nil, setupError("start the sandbox helper", err)
-		}
-		why, fix := diagnoseUserNS(err)
-		return nil, &SetupError{Op: "create namespaces", Err: "cannot create user namespaces: " + why, Fix: fix, Errno: errnoOf(err)}
+		return nil, helperStartFailed(err, s.reduced)
 	}
 	if startBlock != nil {
 		// The pipe holds it (a few hundred bytes): this does not wait.
@@ -264,6 +255,23 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		}
 	}
 	return h, nil
+}
+
+// helperStartFailed is how a helper that could not be started reads,
+// whether the server's fork of it failed or, for the helper in C, its
+// launch into the namespaces (launchError): the caller's process limit
+// where it is full, else, with namespaces, why this machine refuses them.
+func helperStartFailed(err error, reduced bool) *SetupError {
+	if errors.Is(err, syscall.EAGAIN) {
+		if why := processLimitReached(); why != "" {
+			return &SetupError{Op: "start the sandbox helper", Err: strings.TrimPrefix(err.Error(), "fork/exec /proc/self/exe: ") + ": " + why, Errno: errnoOf(err)}
+		}
+	}
+	if reduced {
+		return setupError("start the sandbox helper", err)
+	}
+	why, fix := diagnoseUserNS(err)
+	return &SetupError{Op: "create namespaces", Err: "cannot create user namespaces: " + why, Fix: fix, Errno: errnoOf(err)}
 }
 
 // attach connects a piped helper to c: c's stdin is copied in, and its
