@@ -362,16 +362,18 @@ func TestEscapeGitServerKilledMidCall(t *testing.T) {
 	}
 }
 
-// holders describes every process with a descriptor on link (a
-// /proc/PID/fd link's text, such as "pipe:[123]"), for a failure message.
+// holders describes every other process with a descriptor on link (a
+// /proc/PID/fd link's text, such as "pipe:[123]"), for a failure message;
+// this one holds the read end of the server's stderr.
 func holders(link string) string {
 	var b strings.Builder
 	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	self := fmt.Sprintf("/proc/%d", os.Getpid())
 	for _, fd := range fds {
-		if l, err := os.Readlink(fd); err != nil || l != link {
+		dir := filepath.Dir(filepath.Dir(fd))
+		if l, err := os.Readlink(fd); err != nil || l != link || dir == self {
 			continue
 		}
-		dir := filepath.Dir(filepath.Dir(fd))
 		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
 		status, _ := os.ReadFile(filepath.Join(dir, "status"))
 		var keep []string
