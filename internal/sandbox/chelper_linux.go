@@ -35,8 +35,8 @@ import (
 
 // useCHelper reports whether the helpers are to be the one in C: where
 // both blobs were built, as a release's are. The two come from one build
-// step; where only the stage's blob matches (helper.c changed since it
-// ran), the Go helper starts the C stage.
+// step; where either does not match its source (one changed since it ran),
+// the helper and its exec stage are the ones in Go.
 func useCHelper() bool {
 	return cHelperFile() != nil && cStageFile() != nil
 }

@@ -3,10 +3,12 @@ package sandbox
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -568,6 +570,136 @@ func TestLimitVerdict(t *testing.T) {
 				t.Errorf("got %+v, want none", got)
 			case tt.want != 0 && (got == nil || got.Kind != tt.want || got.Dir != tt.wantDir):
 				t.Errorf("got %+v, want kind %d dir %q", got, tt.want, tt.wantDir)
+			}
+		})
+	}
+}
+
+// runHelper runs the call sp in a helper of a sandbox as the server starts
+// and hands it one (startHelper, hand): the helper in C when inC, else
+// this binary's in Go. It returns the helper's reports.
+func runHelper(t *testing.T, sp *spec, inC bool) []report {
+	t.Helper()
+	sp.UID, sp.GID = os.Getuid(), os.Getgid()
+	s := &linuxSandbox{pol: &policy.Policy{}, uid: sp.UID, gid: sp.GID, cHelper: inC}
+	var raw []byte
+	var ccall *cHelperCall
+	var err error
+	if inC {
+		raw, ccall, err = s.cHelperBlock(sp)
+	} else {
+		raw, err = json.Marshal(sp)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	c := &Command{Stdout: &stdout, Stderr: &stderr}
+	h, err := s.startHelper(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.discard()
+	h.ccall = ccall
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h.hand(ctx, raw)
+	stdoutDone, stderrDone := h.attach(c)
+	select {
+	case <-h.exited:
+	case <-ctx.Done():
+		t.Fatal("the helper did not end")
+	}
+	waitOutput(stdoutDone, stderrDone)
+	return <-h.reports
+}
+
+// TestCHelperMessages checks that both helpers describe each failure of
+// the mounts in the same words: the same spec failing at one step is run
+// in the helper in Go and in the one in C, and what the call's result would
+// say is compared, as the server would report it.
+func TestCHelperMessages(t *testing.T) {
+	cHelperFiles(t) // skips where the helper in C was not built
+	// Not below /tmp, which is the call's own tmpfs: the host's tree,
+	// as the call sees it too.
+	host, err := os.MkdirTemp("/var/tmp", "nsb-messages-")
+	if err != nil {
+		t.Skipf("needs a directory of the host's outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(host) })
+	for _, f := range []string{"file", "dir/inner"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(host, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(host, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("dir", filepath.Join(host, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		ops  []mountOp
+		want string // what the message starts with
+	}{
+		{"the source is missing",
+			[]mountOp{{Kind: opBindRO, Path: host + "/dir", Src: host + "/gone", Dir: true}},
+			"bind-ro " + host + "/dir: open " + host + "/gone: no such file or directory"},
+		{"a symbolic link is the source",
+			[]mountOp{{Kind: opBindRW, Path: host + "/dir", Src: host + "/link", Dir: true}},
+			"bind-rw " + host + "/dir: " + host + "/link: a symbolic link is in the way"},
+		{"a symbolic link is the target",
+			[]mountOp{{Kind: opBindRO, Path: host + "/link", Src: host + "/dir", Dir: true}},
+			"bind-ro " + host + "/link: " + host + "/link: a symbolic link is in the way"},
+		{"the target is missing, in a tree the host owns",
+			[]mountOp{{Kind: opBindRO, Path: host + "/none", Src: host + "/dir", Dir: true}},
+			"bind-ro " + host + "/none: open " + host + "/none: no such file or directory"},
+		{"a file where a directory is to be bound",
+			[]mountOp{{Kind: opBindRO, Path: host + "/file", Src: host + "/dir", Dir: true}},
+			"bind-ro " + host + "/file: move_mount: invalid argument"},
+		{"a file in the way of a mount point to make",
+			[]mountOp{{Kind: opTmpfs, Path: "/run", Dir: true, Mode: 0o755, Size: 1 << 20},
+				{Kind: opBindRO, Path: "/run/x", Src: host + "/file", Make: true},
+				{Kind: opBindRO, Path: "/run/x/y", Src: host + "/dir", Dir: true, Make: true}},
+			"bind-ro /run/x/y: mount point /run/x: remove what is in the way: "},
+		{"a mount point to make in the host's tree",
+			[]mountOp{{Kind: opHide, Path: host + "/dir/new/deeper", Dir: true, Mode: 0o755, Make: true}},
+			"mount tmpfs " + host + "/dir/new/deeper: mkdir " + host + "/dir/new: read-only file system"},
+		{"a file mount point to make in the host's tree",
+			[]mountOp{{Kind: opBindRO, Path: host + "/dir/new", Src: host + "/file", Make: true}},
+			"bind-ro " + host + "/dir/new: create " + host + "/dir/new: read-only file system"},
+		{"a tmpfs over a file",
+			[]mountOp{{Kind: opTmpfs, Path: host + "/file", Dir: true, Mode: 0o755, Size: 1 << 20}},
+			"mount tmpfs " + host + "/file: move_mount: invalid argument"},
+		{"a mask over a directory",
+			[]mountOp{{Kind: opMask, Path: host + "/dir"}},
+			"mask " + host + "/dir: move_mount: invalid argument"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got [2]string
+			for i, inC := range []bool{false, true} {
+				sp := cHelperSpec("echo ran")
+				sp.Ops = append(sp.Ops, tt.ops...)
+				sortOps(sp.Ops)
+				for _, r := range runHelper(t, sp, inC) {
+					switch {
+					case r.Setup != nil:
+						got[i] = r.Setup.Error()
+					case r.Start != nil:
+						got[i] = r.Start.Error()
+					}
+				}
+			}
+			t.Logf("Go: %s", got[0])
+			if got[0] != got[1] {
+				t.Errorf("the helpers differ:\n Go: %q\n  C: %q", got[0], got[1])
+			}
+			if want := "sandbox setup failed: " + tt.want; !strings.HasPrefix(got[0], want) {
+				t.Errorf("got %q, want it to start %q", got[0], want)
 			}
 		})
 	}
