@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,29 @@ func TestLimitCPUSpinner(t *testing.T) {
 	wantLimit(t, res.IsError, text(res), out, "CPU time limit 1s")
 	if out.TimedOut {
 		t.Errorf("the wall-clock timeout ended it, not the CPU limit: %+v", out)
+	}
+}
+
+// TestLimitTimeoutHoldsAgainstReapFlood checks that a command which keeps
+// dead children coming to the sandbox's pid 1 (clone with CLONE_PARENT,
+// retried at the process limit, so that one is always waiting to be
+// reaped) does not hold the helper's wait loop: the helper ends the call at
+// its timeout and reports the limit the command reached. A helper that
+// reaped without looking up would be killed by the server only at the
+// timeout and its grace, with no report of the limit (shown with helper.c's
+// round made unbounded: 5.0 s and no note, against 3.0 s and the note).
+func TestLimitTimeoutHoldsAgainstReapFlood(t *testing.T) {
+	linuxOnly(t, "a pid 1 of the sandbox's own, which reaps")
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the attack's flood of children is written for amd64 only")
+	}
+	e := newEnv(t)
+	_, stderr, code := e.run([]string{"--timeout", "3s"}, e.attackPath(), "reap-flood", "2")
+	if code != 124 || !strings.Contains(stderr, "timed out after 3s") {
+		t.Fatalf("exit %d, stderr %q; want timed out after 3s (124)", code, stderr)
+	}
+	if !strings.Contains(stderr, "process limit") {
+		t.Errorf("stderr %q names no process limit: the helper did not end the call itself", stderr)
 	}
 }
 

@@ -107,6 +107,9 @@ func main() {
 	case "threads":
 		n, _ := strconv.Atoi(arg(1))
 		err = threads(n)
+	case "reap-flood":
+		n, _ := strconv.Atoi(arg(1))
+		err = reapFlood(n)
 	case "kill":
 		pid, _ := strconv.Atoi(arg(1))
 		err = unix.Kill(pid, syscall.Signal(0))
