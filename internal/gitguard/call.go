@@ -264,7 +264,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		if kind == exempt {
 			continue
 		}
-		redirect := e.role == roleEntry || e.role == roleGitdir || e.role == roleCommondir
+		redirect := e.role == roleEntry || e.role == roleGitdir || e.role == roleCommondir || e.role == roleWorktree
 		if kind == outside {
 			if e.user || !e.id.exists() && !redirect {
 				continue // the user's own, or nothing there
@@ -292,7 +292,9 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			continue
 		}
 		why += ", which the user's own git would run outside the sandbox"
-		if newCand || e.role == roleEntry || e.role == roleGitdir {
+		// A work tree is never moved aside itself: it holds the user's
+		// files, and the repository that names it is what is planted.
+		if newCand || e.role == roleEntry || e.role == roleGitdir || e.role == roleWorktree {
 			return []verdict{{why: why, whole: true}}
 		}
 		out = append(out, verdict{why: why, el: e})
@@ -309,6 +311,9 @@ func unjudged(newCand bool, changed []element) []verdict {
 	}
 	var out []verdict
 	for _, e := range changed {
+		if e.role == roleWorktree {
+			return []verdict{{why: why, whole: true}}
+		}
 		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir) {
 			out = append(out, verdict{why: why, el: e})
 		}
@@ -337,6 +342,8 @@ func (g *Guard) name(e element) string {
 		return "config " + s
 	case roleCommondir:
 		return "commondir " + s
+	case roleWorktree:
+		return "work tree (core.worktree) " + s
 	}
 	return s
 }
@@ -447,8 +454,11 @@ func (g *Guard) recover(since int64) []string {
 		for _, e := range els {
 			// A repository's own config and hooks, and its entry, were
 			// read-only during the call if they existed: made since,
-			// they are the user's (git config rewrites the file).
-			if fresh || !e.main && e.role != roleEntry && e.role != roleGitdir && bornSince(e.path, since) {
+			// they are the user's (git config rewrites the file). A work
+			// tree outside the roots is judged whenever it was made: a
+			// symlink swapped in on the way to it is not where it is.
+			if fresh || !e.main && e.role != roleEntry && e.role != roleGitdir && bornSince(e.path, since) ||
+				e.role == roleWorktree && g.outside(e.path) {
 				changed = append(changed, e)
 			} else {
 				kept = append(kept, e)

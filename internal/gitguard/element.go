@@ -21,10 +21,11 @@ const (
 	roleConfig                // a config file git reads: config, config.worktree, an included file
 	roleHooks                 // the hooks directory of a git directory (samples are inert)
 	roleHooksPath             // a core.hooksPath directory (everything in it is a hook)
+	roleWorktree              // the work tree core.worktree names, where git writes and deletes files
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -197,11 +198,25 @@ func (r *resolver) resolve(c candidate) []element {
 	addConfig(filepath.Join(gitdir, "config.worktree"), 0)
 
 	// core.worktree moves the work tree (relative to the git directory),
-	// and with it where a relative core.hooksPath points.
+	// and with it where a relative core.hooksPath points. The work tree is
+	// where the user's git writes (checkout, restore, reset, stash) and
+	// deletes (clean): an element, as a redirection is, found through
+	// every symlink as git finds it, so that one swapped in later moves it.
 	if coreWorktree != "" {
+		wt := element{role: roleWorktree}
 		if p, ok := r.configPath(coreWorktree, gitdir); ok {
 			worktree = p
+			wt.path = p
+			id, err := lstatIdent(p)
+			wt.id = ident{Kind: id.Kind, Dev: id.Dev, Ino: id.Ino}
+			if err != nil {
+				wt.odd = err.Error()
+			}
+		} else {
+			wt.path = filepath.Join(gitdir, "config")
+			wt.odd = "core.worktree names a path the sandbox cannot resolve: " + coreWorktree
 		}
+		out = append(out, wt)
 	}
 	addHooks := func(ro role, p string, user bool) {
 		for i := 0; i <= maxIncludeDepth && p != "" && !seen[p]; i++ {

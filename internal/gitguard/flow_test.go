@@ -482,3 +482,59 @@ printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" >> .git/config && printf '#!/bin/sh
 		t.Errorf("the user's git ran what the call planted")
 	}
 }
+
+// A work tree is where the user's git writes (checkout, restore, reset,
+// stash) and deletes (clean): a repository whose core.worktree leads out of
+// the roots, written so or through a symlink swapped in by a later call,
+// is moved aside whole; one that stays inside, as a submodule's does, is
+// kept.
+func TestWorktreeOutsideIsMovedAside(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		calls []string // $OUT is a directory outside the roots
+		note  string   // in the last call's notes; "" for none
+	}{
+		{"absolute", []string{`git init -q sub && git -C sub config core.worktree "$OUT"`},
+			"moved sub/.git aside to sub/.git.quarantined-by-nanosandbox: it points outside the writable roots"},
+		{"relative", []string{`git init -q sub && git -C sub config core.worktree "../../$(realpath --relative-to=. "$OUT")"`},
+			"moved sub/.git aside"},
+		{"through a symlink", []string{`ln -s "$OUT" l && git init -q sub && git -C sub config core.worktree ../../l`},
+			"moved sub/.git aside"},
+		{"a symlink swapped in later", []string{
+			`mkdir w && git init -q sub && git -C sub config core.worktree ../../w`,
+			`rmdir w && ln -s "$OUT" w`},
+			"moved sub/.git aside"},
+		{"inside, as a submodule's", []string{`mkdir w && git init -q sub && git -C sub config core.worktree ../../w`}, ""},
+		{"inside, absent", []string{`git init -q sub && git -C sub config core.worktree ../../w`}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.sh("git init -q")
+			f.start()
+			out := filepath.Join(filepath.Dir(f.root), "outside")
+			if err := os.Mkdir(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var notes []string
+			for _, c := range tt.calls {
+				notes = f.call(strings.ReplaceAll(c, "$OUT", out))
+			}
+			got := strings.Join(notes, "\n")
+			if tt.note == "" {
+				if got != "" {
+					t.Errorf("notes %q, want none", got)
+				}
+				if _, err := os.Lstat(filepath.Join(f.root, "sub/.git")); err != nil {
+					t.Errorf("sub/.git: %v", err)
+				}
+				return
+			}
+			if !strings.Contains(got, tt.note) {
+				t.Errorf("notes %q, want one containing %q", got, tt.note)
+			}
+			if _, err := os.Lstat(filepath.Join(f.root, "sub/.git")); err == nil {
+				t.Error("sub/.git is still there")
+			}
+		})
+	}
+}

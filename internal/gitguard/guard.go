@@ -284,6 +284,12 @@ func (g *Guard) place(path string) (kind placeKind, root, sandbox string) {
 	return inside, r.Host, sandbox
 }
 
+// outside reports whether path lies outside every writable root.
+func (g *Guard) outside(path string) bool {
+	kind, _, _ := g.place(path)
+	return kind == outside
+}
+
 // listCached lists a config file's content, once per state of the file.
 func (g *Guard) listCached(path string, id ident, content []byte) ([]entry, error) {
 	g.seen[path] = true
