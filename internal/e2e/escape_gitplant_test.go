@@ -188,60 +188,64 @@ git -C a/b config core.fsmonitor "$PWN" && git -C a add b && git -C a commit -q 
 
 func TestEscapeGitPlanted(t *testing.T) {
 	for _, tt := range plantAttacks {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Run("control", func(t *testing.T) {
-				e := plantEnv(t)
-				if tt.setup != nil {
-					tt.setup(e)
-				}
-				for _, s := range tt.steps {
-					e.hostSh(e.expand(s))
-				}
-				if strings.Contains(tt.name, "hidden from the scan") {
-					os.Chmod(filepath.Join(e.ws, "d"), 0o755) // the user, later
-				}
-				if !e.userGit(tt.dirs...) {
-					t.Fatal("planted on the host, nothing ran in the user's git: the attack tests nothing")
-				}
-			})
-			t.Run("one-shot", func(t *testing.T) {
-				e := plantEnv(t)
-				if tt.setup != nil {
-					tt.setup(e)
-				}
-				var notes []string
-				for _, s := range tt.steps {
-					_, stderr, _ := e.sh(e.expand(s))
-					notes = append(notes, stderr)
-				}
-				os.Chmod(filepath.Join(e.ws, "d"), 0o755)
-				if e.userGit(tt.dirs...) {
-					t.Errorf("the user's git ran what the sandbox planted\nstderr of the calls: %q", notes)
-				}
-			})
-			t.Run("mcp", func(t *testing.T) {
-				e := plantEnv(t)
-				if tt.setup != nil {
-					tt.setup(e)
-				}
-				s := e.serve()
-				var texts []string
-				for _, step := range tt.steps {
-					res, _ := s.sh(t, e.expand(step))
-					texts = append(texts, text(res))
-				}
-				os.Chmod(filepath.Join(e.ws, "d"), 0o755)
-				if e.userGit(tt.dirs...) {
-					t.Errorf("the user's git ran what the sandbox planted\nresults: %q", texts)
-				}
-				t.Logf("results: %q", texts)
-				// And the server still answers.
-				if _, out := s.sh(t, "echo ok"); out.Stdout != "ok\n" {
-					t.Errorf("the next call: %+v", out)
-				}
-			})
-		})
+		t.Run(tt.name, func(t *testing.T) { runPlantAttack(t, tt) })
 	}
+}
+
+// runPlantAttack runs one planting: its control on the host, then one-shot
+// and over MCP, each followed by the user's git.
+func runPlantAttack(t *testing.T, tt plantAttack) {
+	t.Run("control", func(t *testing.T) {
+		e := plantEnv(t)
+		if tt.setup != nil {
+			tt.setup(e)
+		}
+		for _, s := range tt.steps {
+			e.hostSh(e.expand(s))
+		}
+		if strings.Contains(tt.name, "hidden from the scan") {
+			os.Chmod(filepath.Join(e.ws, "d"), 0o755) // the user, later
+		}
+		if !e.userGit(tt.dirs...) {
+			t.Fatal("planted on the host, nothing ran in the user's git: the attack tests nothing")
+		}
+	})
+	t.Run("one-shot", func(t *testing.T) {
+		e := plantEnv(t)
+		if tt.setup != nil {
+			tt.setup(e)
+		}
+		var notes []string
+		for _, s := range tt.steps {
+			_, stderr, _ := e.sh(e.expand(s))
+			notes = append(notes, stderr)
+		}
+		os.Chmod(filepath.Join(e.ws, "d"), 0o755)
+		if e.userGit(tt.dirs...) {
+			t.Errorf("the user's git ran what the sandbox planted\nstderr of the calls: %q", notes)
+		}
+	})
+	t.Run("mcp", func(t *testing.T) {
+		e := plantEnv(t)
+		if tt.setup != nil {
+			tt.setup(e)
+		}
+		s := e.serve()
+		var texts []string
+		for _, step := range tt.steps {
+			res, _ := s.sh(t, e.expand(step))
+			texts = append(texts, text(res))
+		}
+		os.Chmod(filepath.Join(e.ws, "d"), 0o755)
+		if e.userGit(tt.dirs...) {
+			t.Errorf("the user's git ran what the sandbox planted\nresults: %q", texts)
+		}
+		t.Logf("results: %q", texts)
+		// And the server still answers.
+		if _, out := s.sh(t, "echo ok"); out.Stdout != "ok\n" {
+			t.Errorf("the next call: %+v", out)
+		}
+	})
 }
 
 // A redirection out of the writable roots is moved aside with the same note
