@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -140,10 +138,7 @@ func (r *resolver) resolve(c candidate) []element {
 			cd.odd = "commondir holds no path"
 			break
 		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(gitdir, p)
-		}
-		common, err = canonical(p)
+		common, err = canonical(under(gitdir, p))
 		if err != nil {
 			cd.odd = err.Error()
 		}
@@ -178,7 +173,10 @@ func (r *resolver) resolve(c candidate) []element {
 		for _, en := range entries {
 			switch {
 			case (en.Section == "include" || en.Section == "includeif") && en.Name == "path" && en.HasValue:
-				if p, ok := r.configPath(en.Value, filepath.Dir(path)); ok {
+				switch p, err := r.configPath(en.Value, filepath.Dir(path)); {
+				case err != nil:
+					out = append(out, element{role: roleConfig, path: p, odd: err.Error()})
+				case p != "":
 					addConfig(p, depth+1)
 				}
 			case en.Section == "core" && en.Subsection == "" && en.Name == "hookspath" && en.HasValue:
@@ -204,7 +202,13 @@ func (r *resolver) resolve(c candidate) []element {
 	// every symlink as git finds it, so that one swapped in later moves it.
 	if coreWorktree != "" {
 		wt := element{role: roleWorktree}
-		if p, ok := r.configPath(coreWorktree, gitdir); ok {
+		switch p, err := r.configPath(coreWorktree, gitdir); {
+		case err != nil:
+			wt.path, wt.odd = p, err.Error()
+		case p == "":
+			wt.path = filepath.Join(gitdir, "config")
+			wt.odd = "core.worktree names a path the sandbox cannot resolve: " + coreWorktree
+		default:
 			worktree = p
 			wt.path = p
 			id, err := lstatIdent(p)
@@ -212,9 +216,6 @@ func (r *resolver) resolve(c candidate) []element {
 			if err != nil {
 				wt.odd = err.Error()
 			}
-		} else {
-			wt.path = filepath.Join(gitdir, "config")
-			wt.odd = "core.worktree names a path the sandbox cannot resolve: " + coreWorktree
 		}
 		out = append(out, wt)
 	}
@@ -232,14 +233,14 @@ func (r *resolver) resolve(c candidate) []element {
 	if len(out) > n {
 		out[n].main = true
 	}
-	for _, h := range hooksPaths {
-		if p, ok := r.configPath(h, worktree); ok {
-			addHooks(roleHooksPath, p, false)
-		}
-	}
-	for _, h := range r.globalHooks {
-		if p, ok := r.configPath(h, worktree); ok {
-			addHooks(roleHooksPath, p, true)
+	for i, hs := range [][]string{hooksPaths, r.globalHooks} {
+		for _, h := range hs {
+			switch p, err := r.configPath(h, worktree); {
+			case err != nil:
+				out = append(out, element{role: roleHooksPath, path: p, odd: err.Error(), user: i == 1})
+			case p != "":
+				addHooks(roleHooksPath, p, i == 1)
+			}
 		}
 	}
 	return out
@@ -330,11 +331,7 @@ func parseGitfile(b []byte, dir string) (string, error) {
 	if len(rest) == 0 || bytes.IndexByte(rest, 0) >= 0 {
 		return "", errors.New("a gitdir file with no path")
 	}
-	p := string(rest)
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
-	}
-	return canonical(p)
+	return canonical(under(dir, string(rest)))
 }
 
 // config reads a config file element. A symlink is an element of its own,
@@ -450,50 +447,104 @@ func (r *resolver) prune() {
 
 // configPath resolves a path from a config value as git does: "~/" is the
 // user's home, a relative path is taken from base. Values git would not
-// resolve to a file here ("~user/", "%(prefix)/") give false.
-func (r *resolver) configPath(v, base string) (string, bool) {
+// resolve to a file here ("~user/", "%(prefix)/") give "". A path that
+// cannot be resolved safely gives an error, with the path as written, for
+// an element that says so.
+func (r *resolver) configPath(v, base string) (string, error) {
 	switch {
 	case v == "":
-		return "", false
+		return "", nil
 	case v == "~" || strings.HasPrefix(v, "~/"):
 		if r.home == "" {
-			return "", false
+			return "", nil
 		}
-		v = filepath.Join(r.home, strings.TrimPrefix(v, "~"))
+		v = r.home + "/" + strings.TrimPrefix(strings.TrimPrefix(v, "~"), "/")
 	case strings.HasPrefix(v, "~"), strings.HasPrefix(v, "%(prefix)/"):
-		return "", false
-	case !filepath.IsAbs(v):
-		v = filepath.Join(base, v)
+		return "", nil
 	}
+	v = under(base, v)
 	p, err := canonical(v)
 	if err != nil {
-		return filepath.Clean(v), true
+		return filepath.Clean(v), err
 	}
-	return p, true
+	return p, nil
 }
 
-// canonical resolves every symlink in p as far as p exists, with lstat and
-// readlink only (nothing is opened), and keeps the missing rest as written.
+// canonical resolves p as the kernel does when git opens it: component by
+// component from the root, each symlink replaced by its target when it is
+// met, and ".." taken from the place reached so far, never from the text
+// ("L/../x" with L a symlink is beside L's target, not beside L). It uses
+// lstat and readlink only (nothing is opened). Past a missing component the
+// rest is kept as written, unless it climbs back with "..", which the
+// kernel could not resolve and the guard will not guess: an error, as a
+// loop of symlinks is.
 func canonical(p string) (string, error) {
-	p = filepath.Clean(p)
-	q, err := filepath.EvalSymlinks(p)
-	if err == nil {
-		return q, nil
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("resolve %q: not an absolute path", p)
 	}
-	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, os.ErrNotExist) {
-		var pe *fs.PathError
-		if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory") {
-			return p, nil
+	const maxLinks = 40 // as the kernel's
+	links := 0
+	rest := strings.Split(p, "/")
+	cur := "/"
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
 		}
-		return "", fmt.Errorf("resolve %q: %w", p, err)
+		next := filepath.Join(cur, c)
+		id, err := lstatIdent(next)
+		if err != nil {
+			return "", fmt.Errorf("resolve %q: %w", p, err)
+		}
+		switch {
+		case !id.exists() || !id.isDir() && !id.isLink() && !onlyDots(rest):
+			// Git finds nothing there, or below a file.
+			for _, r := range rest {
+				if r == ".." {
+					return "", fmt.Errorf("resolve %q: %s is not a directory, and the path climbs back past it", p, next)
+				}
+			}
+			return filepath.Join(append([]string{next}, rest...)...), nil
+		case id.isLink():
+			if links++; links > maxLinks {
+				return "", fmt.Errorf("resolve %q: too many levels of symbolic links", p)
+			}
+			to, err := readLink(next)
+			if err != nil {
+				return "", fmt.Errorf("resolve %q: %w", p, err)
+			}
+			if filepath.IsAbs(to) {
+				cur = "/"
+			}
+			rest = append(strings.Split(to, "/"), rest...)
+		default:
+			cur = next
+		}
 	}
-	parent := filepath.Dir(p)
-	if parent == p {
-		return p, nil
+	return cur, nil
+}
+
+// onlyDots reports whether every component is empty or ".".
+func onlyDots(parts []string) bool {
+	for _, c := range parts {
+		if c != "" && c != "." {
+			return false
+		}
 	}
-	d, err := canonical(parent)
-	if err != nil {
-		return "", err
+	return true
+}
+
+// under joins a path read from a writable root to the directory it is
+// relative to without cleaning it: canonical must see its ".." where the
+// kernel does.
+func under(dir, rel string) string {
+	if filepath.IsAbs(rel) {
+		return rel
 	}
-	return filepath.Join(d, filepath.Base(p)), nil
+	return dir + "/" + rel
 }

@@ -363,7 +363,7 @@ func (g *Guard) resolveAll() map[candidate][]element {
 		}
 		for _, en := range entries {
 			if (en.Section == "include" || en.Section == "includeif") && en.Name == "path" && en.HasValue {
-				if p, ok := g.res.configPath(en.Value, filepath.Dir(path)); ok {
+				if p, err := g.res.configPath(en.Value, filepath.Dir(path)); err == nil && p != "" {
 					add(p, depth+1)
 				}
 			}

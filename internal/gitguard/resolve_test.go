@@ -1,0 +1,102 @@
+package gitguard
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCanonicalAsTheKernel checks that paths read from a writable root are
+// resolved where the kernel would open them: ".." after a symlink climbs
+// from the symlink's target, never from its text.
+func TestCanonicalAsTheKernel(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"p/q", "p/c", "s"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+	os.Symlink("../p/q", filepath.Join(dir, "s/L"))
+	os.Symlink(filepath.Join(dir, "p/q"), filepath.Join(dir, "s/A"))
+	os.Symlink("L", filepath.Join(dir, "s/LL"))
+	os.Symlink("loop2", filepath.Join(dir, "s/loop1"))
+	os.Symlink("loop1", filepath.Join(dir, "s/loop2"))
+	for _, tt := range []struct {
+		in, want string // want "" for an error
+	}{
+		{"s/L/../c", "p/c"},
+		{"s/LL/../c", "p/c"},
+		{"s/A/../c/config", "p/c/config"},
+		{"s/L/../../s/./L", "p/q"},
+		{"s/../p/q", "p/q"},
+		{"s/none/x", "s/none/x"},
+		{"s/L/none/x", "p/q/none/x"},
+		{"s/none/../c", ""},
+		{"f/../p", ""},
+		{"f/x", "f/x"},
+		{"s/loop1/x", ""},
+	} {
+		got, err := canonical(dir + "/" + tt.in)
+		switch {
+		case tt.want == "" && err == nil:
+			t.Errorf("%s: got %s, want an error", tt.in, got)
+		case tt.want != "" && err != nil:
+			t.Errorf("%s: %v", tt.in, err)
+		case tt.want != "" && got != filepath.Join(dir, tt.want):
+			t.Errorf("%s: got %s, want %s", tt.in, got, filepath.Join(dir, tt.want))
+		}
+	}
+}
+
+// Each redirection a command writes is followed as git follows it: a
+// symlink then "..", which read lexically leads somewhere else, harmless.
+func TestSymlinkThenDotDot(t *testing.T) {
+	for _, tt := range []struct {
+		name, attack, note string
+	}{
+		{"commondir",
+			`git init -q sub && mkdir -p p/q p/c && mv sub/.git/objects sub/.git/refs p/c/ && cp sub/.git/config p/c/config &&
+git config -f p/c/config core.fsmonitor "$PWN" && mkdir p/c/hooks && ln -s ../../p/q sub/.git/L && echo "L/../c" > sub/.git/commondir &&
+git add sub 2>/dev/null; true`,
+			"moved sub/.git aside"},
+		{"gitfile into a repository outside",
+			`mkdir -p sub/.husky/_ && ln -s "$(cd ../other && pwd)/src" sub/L && printf 'gitdir: L/../.git\n' > sub/.git &&
+printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky/_/pre-commit`,
+			"moved sub/.git aside to sub/.git.quarantined-by-nanosandbox: it points outside the writable roots"},
+		{"include",
+			`git init -q sub && mkdir -p p/q && printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > p/inc && ln -s ../../p/q sub/.git/L && git -C sub config include.path L/../inc`,
+			"moved sub/.git aside"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// The user's other project, outside the roots, husky-style.
+			setup := "git init -q && git init -q ../other && git -C ../other config core.hooksPath .husky/_ && mkdir ../other/src"
+			testPlanted(t, setup, tt.attack, tt.note, false, []string{"sub"})
+		})
+	}
+}
+
+// A core.worktree of "L/../w" moves a relative core.hooksPath of the
+// user's where git takes it: beside L's target.
+func TestWorktreeThroughSymlinkThenDotDot(t *testing.T) {
+	attack := `git init -q sub && mkdir -p p/q p/w/.githooks && ln -s ../../p/q sub/.git/L && git -C sub config core.worktree L/../w &&
+printf '#!/bin/sh\n%s\n' "$PWN" > p/w/.githooks/pre-commit && chmod +x p/w/.githooks/pre-commit`
+	ctl := newFixture(t)
+	os.WriteFile(filepath.Join(ctl.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	ctl.sh(attack)
+	if !ctl.userGit("sub") {
+		t.Fatal("control: the planting does not run")
+	}
+	f := newFixture(t)
+	os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	f.start()
+	notes := f.call(attack)
+	if f.userGit("sub") {
+		t.Errorf("it ran: %q", notes)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "pre-commit") {
+		t.Errorf("notes %q name no pre-commit", notes)
+	}
+}
