@@ -38,9 +38,11 @@ func (e *env) privateHome() string {
 func (e *env) pwned() string { return filepath.Join(e.home, "PWNED") }
 
 // expand fills an attack script in: $PWN is the planted command, $PH the
-// private home's host path. (Inside the sandbox, $HOME is the private home.)
+// private home's host path, $OTHER a project of the user's outside the
+// workspace. (Inside the sandbox, $HOME is the private home.)
 func (e *env) expand(script string) string {
-	return strings.NewReplacer("$PWN", `touch `+e.pwned()+`; false`, "$PH", e.privateHome()).Replace(script)
+	return strings.NewReplacer("$PWN", `touch `+e.pwned()+`; false`, "$PH", e.privateHome(),
+		"$OTHER", filepath.Join(e.home, "other")).Replace(script)
 }
 
 // userGit runs, on the host, what the user's tools run in the workspace
