@@ -26,9 +26,11 @@ import (
 
 var (
 	// A path the kernel refused to write: shell, coreutils, Python, Node.
-	readOnlyRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))[^\n]*?(?:Read-only file system|EROFS)|(?:Read-only file system|EROFS)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))`)
+	// An absolute path unquoted begins a word: the "/_/x" of a relative
+	// ".husky/_/x" is not one.
+	readOnlyRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))[^\n]*?(?:Read-only file system|EROFS)|(?:Read-only file system|EROFS)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))`)
 	// A path that is not there.
-	missingRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))[^\n]*?(?:No such file or directory|ENOENT)|(?:No such file or directory|ENOENT)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(/[^\s:'"]+))`)
+	missingRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))[^\n]*?(?:No such file or directory|ENOENT)|(?:No such file or directory|ENOENT)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))`)
 	// A shell or env that did not find a program.
 	notFoundRe = lazyRegexp(`(?m)(?:^|: )([A-Za-z0-9._+-]+): (?:command )?not found|env: '?([A-Za-z0-9._+-]+)'?: No such file or directory`)
 	// Name lookups and connections with no network.

@@ -1,0 +1,34 @@
+package server
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestDeniedPaths checks which paths a refusal in the output names: an
+// absolute one, quoted or not, and never the tail of a relative one.
+func TestDeniedPaths(t *testing.T) {
+	for _, tt := range []struct {
+		out  string
+		want []string
+	}{
+		{"sh: 1: cannot create /etc/x: Read-only file system", []string{"/etc/x"}},
+		{"touch: cannot touch '/usr/y z': Read-only file system", []string{"/usr/y z"}},
+		{`PermissionError: [Errno 30] Read-only file system: "/opt/z"`, []string{"/opt/z"}},
+		{"EROFS: read-only file system, open '/srv/a'", []string{"/srv/a"}},
+		{"/var/b: Read-only file system", []string{"/var/b"}},
+		{"sh: 1: cannot create .husky/_/pre-commit: Read-only file system", nil},
+		{"cannot create sub/dir/file: Read-only file system", nil},
+		{"cannot create ~/x/y: Read-only file system", nil},
+	} {
+		if got := matches(readOnlyRe(), tt.out); !slices.Equal(got, tt.want) {
+			t.Errorf("%q: got %q, want %q", tt.out, got, tt.want)
+		}
+	}
+	if got := matches(missingRe(), "cat: src/lib/x.go: No such file or directory"); got != nil {
+		t.Errorf("a relative missing path gave %q", got)
+	}
+	if got := matches(missingRe(), "cat: /home/u/notes: No such file or directory"); !slices.Equal(got, []string{"/home/u/notes"}) {
+		t.Errorf("an absolute missing path gave %q", got)
+	}
+}
