@@ -34,6 +34,17 @@ mkdir p/c/hooks && ln -s ../../p/q sub/.git/L && echo "L/../c" > sub/.git/common
 		steps: []string{`mkdir -p sub/.husky/_ && ln -s "$OTHER/src" sub/L && printf 'gitdir: L/../.git\n' > sub/.git &&
 printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky/_/pre-commit`},
 		dirs: []string{"sub"}},
+	{name: "hooks of a repository that holds the workspace (a monorepo's package, with husky)",
+		setup: func(e *env) {
+			for _, args := range [][]string{{"init", "-q", e.home}, {"-C", e.home, "config", "core.hooksPath", "proj/.husky/_"}} {
+				if out, err := e.gitTry(args...); err != nil {
+					e.t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			e.write(".husky/_/h", "#!/bin/sh\n", 0o755)
+		},
+		steps: []string{`printf '#!/bin/sh\n%s\n' "$PWN" > .husky/_/pre-commit; chmod +x .husky/_/pre-commit`},
+		dirs:  []string{".."}},
 }
 
 func TestEscapeGitPlantedRedirect(t *testing.T) {

@@ -219,6 +219,29 @@ func FindGit(path string, roots []Root) string {
 	return ""
 }
 
+// enclosing lists the repositories that hold a root: a .git in a directory
+// above it, which git finds from the root and from everything below it.
+// They are the user's, outside the roots; what their config names inside
+// a root (a core.hooksPath in the workspace, as a monorepo's package has
+// husky's) is protected and judged as a repository's in a root is.
+func (g *Guard) enclosing() []candidate {
+	var out []candidate
+	seen := map[string]bool{}
+	for _, r := range g.scanRoots() {
+		for dir := filepath.Dir(r); !seen[dir]; dir = filepath.Dir(dir) {
+			seen[dir] = true
+			entry := filepath.Join(dir, ".git")
+			if id, err := lstatIdent(entry); err == nil && id.exists() {
+				out = append(out, candidate{entry: entry})
+			}
+			if dir == "/" {
+				break
+			}
+		}
+	}
+	return out
+}
+
 // scanRoots are the roots to walk: none inside another.
 func (g *Guard) scanRoots() []string {
 	var out []string
@@ -336,6 +359,13 @@ func (g *Guard) resolveAll() map[candidate][]element {
 	out := map[candidate][]element{}
 	for _, c := range g.find.candidates() {
 		out[c] = g.res.resolve(c)
+	}
+	for _, c := range g.enclosing() {
+		els := g.res.resolve(c)
+		for i := range els {
+			els[i].user = true
+		}
+		out[c] = els
 	}
 	var gl []element
 	seen := map[string]bool{}

@@ -2,6 +2,7 @@ package gitguard
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,5 +99,60 @@ printf '#!/bin/sh\n%s\n' "$PWN" > p/w/.githooks/pre-commit && chmod +x p/w/.gith
 	}
 	if !strings.Contains(strings.Join(notes, "\n"), "pre-commit") {
 		t.Errorf("notes %q name no pre-commit", notes)
+	}
+}
+
+// The workspace is a package of the user's monorepo, whose husky hooks
+// (core.hooksPath) lie in the workspace: they are protected during calls,
+// and a hook a call plants there is moved aside.
+func TestEnclosingRepositoryHooksPath(t *testing.T) {
+	setup := func(f *fixture) {
+		parent := filepath.Dir(f.root)
+		for _, args := range [][]string{{"init", "-q", parent}, {"-C", parent, "config", "core.hooksPath", "ws/.husky/_"}} {
+			cmd := exec.Command(f.git, args...)
+			cmd.Env = f.env()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		os.MkdirAll(filepath.Join(f.root, ".husky/_"), 0o755)
+	}
+	const attack = `printf '#!/bin/sh\n%s\n' "$PWN" > .husky/_/pre-commit && chmod +x .husky/_/pre-commit`
+	ctl := newFixture(t)
+	setup(ctl)
+	ctl.sh(attack)
+	if !ctl.userGit("..") {
+		t.Fatal("control: the planted hook does not run")
+	}
+	f := newFixture(t)
+	setup(f)
+	g := f.start()
+	c, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range c.Protect {
+		if p.Path == filepath.Join(f.root, ".husky/_") && p.Dir {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the enclosing repository's hooks directory is not protected: %+v", c.Protect)
+	}
+	f.sh(attack) // as if the protection had not held (Config.Unmounted)
+	notes := c.End()
+	if f.userGit("..") {
+		t.Errorf("the planted hook ran: %q", notes)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "holds pre-commit") {
+		t.Errorf("notes %q", notes)
+	}
+	// The user's own commit in the monorepo, between calls: nothing said.
+	cmd := exec.Command(f.git, "-C", filepath.Dir(f.root), "commit", "-q", "--allow-empty", "-m", "u")
+	cmd.Env = f.env()
+	cmd.Run()
+	if more := f.call(""); len(more) != 0 {
+		t.Errorf("the next call noted %q", more)
 	}
 }
