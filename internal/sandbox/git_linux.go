@@ -43,7 +43,13 @@ func (s *linuxSandbox) startGuard() error {
 	// Without mounts nothing keeps the protections read-only: the user
 	// gave git's carve-outs up by name (policy.Unkept).
 	cfg.Unmounted = s.reduced
-	for _, op := range s.static.ops {
+	// What the first plan hides; a credential that appears later is
+	// scanned like the rest, which protects more, never less.
+	var hidden []mountOp
+	if sp := s.static.Load(); sp != nil { // nil without namespaces
+		hidden = sp.ops
+	}
+	for _, op := range hidden {
 		if op.Kind != opHide && op.Kind != opMask {
 			continue
 		}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -101,19 +102,25 @@ func (hostFS) ReadDir(p string) []string {
 
 func (hostFS) ReadFile(p string) ([]byte, error) { return os.ReadFile(p) }
 
-// staticPlan is the part of the mount tree that does not change between
-// calls: private directories, the hidden home, credential masks and grants.
+// staticPlan is the part of the mount tree that calls share while the
+// host stays as it was: private directories, the hidden home, credential
+// masks and grants.
 type staticPlan struct {
 	ops      []mountOp
 	writable []string // writable roots inside the sandbox, for Landlock
 	// homeAliases are the other mounts of the caller's whole home, which
 	// no writable grant may contain (checkAliasGrants).
 	homeAliases []string
+	// seen is what the host answered while the plan was made (which
+	// credentials existed, which homes /home held): the plan holds as
+	// long as the host answers the same (current).
+	seen fsRecord
 }
 
-// planStatic computes the steps every call shares.
-func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
+// planStatic computes the steps calls share.
+func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 	var sp staticPlan
+	fsys := &recordFS{fsInfo: host, seen: map[fsQuery]bool{}}
 	var regions []region
 	aliases := findAliases(p, fsys)
 
@@ -252,7 +259,92 @@ func planStatic(p *policy.Policy, fsys fsInfo) staticPlan {
 		}
 	}
 	sortOps(sp.ops)
+	sp.seen = fsys.answers
 	return sp
+}
+
+// current returns sp, or a new plan if the host no longer answers what sp
+// was planned from: a credential created or removed since (the user ran
+// gh auth login while the server was up), a home added to /home. A call
+// must hide the credentials that exist when it starts, not those that
+// existed when the server did. The check is one lstat per credential path
+// of each home and one listing of /home; the mount table is not read
+// again, so another mount of a home made after the start is not seen.
+func (sp *staticPlan) current(p *policy.Policy, fsys fsInfo) *staticPlan {
+	if !sp.seen.changed(fsys) {
+		return sp
+	}
+	n := planStatic(p, fsys)
+	return &n
+}
+
+// fsQuery is one question planning asked the host: a path's Lstat, or the
+// listing of a directory.
+type fsQuery struct {
+	path string
+	list bool
+}
+
+// fsAnswer is a query with what the host answered.
+type fsAnswer struct {
+	fsQuery
+	stat  [3]bool  // Lstat's exists, dir, symlink
+	names []string // ReadDir's names
+}
+
+// fsRecord is every answer a plan was made from. Planning is a function of
+// these answers and of the mount table (aliases): while the host gives
+// the same ones, planning again would give the same plan.
+type fsRecord []fsAnswer
+
+// changed reports whether fsys now answers any query of r otherwise.
+func (r fsRecord) changed(fsys fsInfo) bool {
+	for _, a := range r {
+		if a.list {
+			if !slices.Equal(fsys.ReadDir(a.path), a.names) {
+				return true
+			}
+			continue
+		}
+		exists, dir, symlink := fsys.Lstat(a.path)
+		if [3]bool{exists, dir, symlink} != a.stat {
+			return true
+		}
+	}
+	return false
+}
+
+// recordFS is an fsInfo that records what it answered, once per query.
+type recordFS struct {
+	fsInfo
+	seen    map[fsQuery]bool
+	answers fsRecord
+}
+
+func (r *recordFS) Lstat(path string) (exists, dir, symlink bool) {
+	exists, dir, symlink = r.fsInfo.Lstat(path)
+	if q := (fsQuery{path: path}); !r.seen[q] {
+		r.seen[q] = true
+		r.answers = append(r.answers, fsAnswer{fsQuery: q, stat: [3]bool{exists, dir, symlink}})
+	}
+	return exists, dir, symlink
+}
+
+func (r *recordFS) ReadDir(path string) []string {
+	names := r.fsInfo.ReadDir(path)
+	if q := (fsQuery{path: path, list: true}); !r.seen[q] {
+		r.seen[q] = true
+		r.answers = append(r.answers, fsAnswer{fsQuery: q, names: names})
+	}
+	return names
+}
+
+// Aliases asks the recorded fsInfo, if it can tell (aliasFinder).
+func (r *recordFS) Aliases(paths []string) map[string][]alias {
+	if af, ok := r.fsInfo.(aliasFinder); ok {
+		return af.Aliases(paths)
+	}
+	return nil
 }
 
 // findAliases asks fsys, if it can tell, where else the trees and files

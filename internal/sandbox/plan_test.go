@@ -188,3 +188,71 @@ func TestPlanCallPinsBeforeCarveOuts(t *testing.T) {
 		t.Errorf("ops (-want +got):\n%s", diff)
 	}
 }
+
+// TestPlanCallMasksLaterCredentials checks that a call hides the
+// credentials that exist when it starts, not only those that existed when
+// the server planned: a login while the server is up (gh auth login, aws
+// configure), a home added to /home, a credential that shows through
+// another mount too. One that went is no longer masked (its mount point
+// would be missing), and a host that did not change keeps its plan.
+func TestPlanCallMasksLaterCredentials(t *testing.T) {
+	fs := aliasFS{
+		fakeFS:  newFakeFS("/tmp/", "/home/u/ws/", "/home/u/.config/git/config", "/home/u/.netrc", "/mnt/cfg/"),
+		aliases: map[string][]alias{"/home/u": {{Path: "/mnt/cfg", Part: true}}},
+	}
+	p := &policy.Policy{
+		Workspace: "/home/u/ws",
+		Home:      "/home/u",
+		Grants: []policy.Grant{
+			{Path: "/home/u/ws", Writable: true, Dir: true},
+			{Path: "/home/u/.config", Dir: true}, // --read-only ~/.config
+			{Path: "/mnt/cfg", Dir: true},        // the same directory through another mount
+		},
+	}
+	masks := func(ops []mountOp) []string {
+		var out []string
+		for _, o := range ops {
+			if o.Kind == opMask || o.Kind == opHide && o.Path != p.Home {
+				out = append(out, opString(o))
+			}
+		}
+		return out
+	}
+	sp := planStatic(p, fs)
+	if got := sp.current(p, fs); got != &sp {
+		t.Fatalf("a host that did not change was planned again")
+	}
+	if diff := cmp.Diff([]string(nil), masks(planCall(p, *sp.current(p, fs), nil, fs))); diff != "" {
+		t.Fatalf("masks before (-want +got):\n%s", diff)
+	}
+
+	// Created on the host after the start.
+	fs.add("/home/u/.config/gh/hosts.yml")
+	fs.add("/mnt/cfg/gh/hosts.yml")
+	fs.aliases["/home/u/.config/gh"] = []alias{{Path: "/mnt/cfg/gh"}} // hostFS finds aliases of what exists
+	fs.add("/home/new/.aws/credentials")
+	fs.add("/home/u/.ssh/id_ed25519") // inside the hidden home: nothing to mask
+	now := sp.current(p, fs)
+	want := []string{
+		"hide /mnt/cfg/gh",
+		"hide /home/new/.aws",
+		"hide /home/u/.config/gh (make)",
+	}
+	if diff := cmp.Diff(want, masks(planCall(p, *now, nil, fs))); diff != "" {
+		t.Errorf("masks after credentials appeared (-want +got):\n%s", diff)
+	}
+	if again := now.current(p, fs); again != now {
+		t.Errorf("the new plan was planned again with nothing changed")
+	}
+
+	// Gone again: no mask over a missing file.
+	delete(fs.entries, "/home/u/.config/gh/hosts.yml")
+	delete(fs.entries, "/home/u/.config/gh")
+	delete(fs.entries, "/mnt/cfg/gh/hosts.yml")
+	delete(fs.entries, "/mnt/cfg/gh")
+	delete(fs.aliases, "/home/u/.config/gh")
+	want = []string{"hide /home/new/.aws"}
+	if diff := cmp.Diff(want, masks(planCall(p, *now.current(p, fs), nil, fs))); diff != "" {
+		t.Errorf("masks after a credential went (-want +got):\n%s", diff)
+	}
+}

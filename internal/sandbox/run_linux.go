@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,7 +30,9 @@ type linuxSandbox struct {
 	caps Capabilities // as prepare found them
 	mech Mechanisms
 
-	static   staticPlan
+	// static is the plan calls share, made again when a call finds the
+	// host changed under it (staticPlan.current).
+	static   atomic.Pointer[staticPlan]
 	landlock landlockRules
 	// reduced is set when commands run without namespaces
 	// (reduced_linux.go); filter then says what seccomp holds in their
@@ -93,17 +96,34 @@ func (s *linuxSandbox) prepare() error {
 	if err := checkWritable(s.pol, s.uid, s.gid); err != nil {
 		return err
 	}
-	s.static = planStatic(s.pol, hostFS{})
-	if err := checkAliasGrants(s.pol, s.static.homeAliases); err != nil {
+	static := planStatic(s.pol, hostFS{})
+	if err := checkAliasGrants(s.pol, static.homeAliases); err != nil {
 		return err
 	}
-	writable := append([]string{"/dev/shm"}, s.static.writable...)
+	s.static.Store(&static)
+	writable := append([]string{"/dev/shm"}, static.writable...)
 	s.landlock = landlockRules{
 		ReadOnly: []string{"/"},
 		Writable: writable,
 		Devices:  []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"},
 	}
 	return s.startGuard()
+}
+
+// currentPlan returns the shared plan as the host is now: the one made
+// before, or, when a credential or a home appeared or went since, a new
+// one, kept for the calls after.
+func (s *linuxSandbox) currentPlan() (*staticPlan, error) {
+	old := s.static.Load()
+	sp := old.current(s.pol, hostFS{})
+	if sp == old {
+		return sp, nil
+	}
+	if err := checkAliasGrants(s.pol, sp.homeAliases); err != nil {
+		return nil, setupError("plan the mounts", err)
+	}
+	s.static.CompareAndSwap(old, sp) // a concurrent call's plan is as new
+	return sp, nil
 }
 
 // adoptCgroups takes the delegated cgroup v2 subtree where a limit is held
@@ -182,7 +202,11 @@ func (s *linuxSandbox) run(ctx context.Context, c *Command, dryRun bool) (Result
 		sp.Env = withTmp(s.env, tmp)
 		sp.Landlock.Writable = append(append([]string(nil), s.landlock.Writable...), tmp)
 	} else {
-		sp.Ops = planCall(s.pol, s.static, gitOps(git.Protect), hostFS{})
+		static, err := s.currentPlan()
+		if err != nil {
+			return Result{}, err
+		}
+		sp.Ops = planCall(s.pol, *static, gitOps(git.Protect), hostFS{})
 	}
 	var ccall *cHelperCall
 	var raw []byte
