@@ -167,7 +167,7 @@ func (c Capabilities) MissingLayer() string {
 	if c.OS != "linux" || c.LandlockABI >= 1 {
 		return ""
 	}
-	return "Landlock is unavailable on this machine: the sandbox's mounts alone keep commands to the paths above (Landlock, the second layer under them, is missing)."
+	return "Landlock is unavailable on this machine: the sandbox's mounts alone keep commands to the paths above (Landlock, the second layer under them, is missing); FIFOs excepted, which a read-only mount does not close to writers."
 }
 
 // Report lists each layer and whether it is active, one per line.
