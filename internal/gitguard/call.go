@@ -39,6 +39,9 @@ func (g *Guard) Begin() (*Call, error) {
 		return nil, fmt.Errorf("the writable roots cannot be checked for git repositories: %w", err)
 	}
 	g.recoverOrphans()
+	if err := g.retryUnmovable(); err != nil {
+		return nil, err
+	}
 	cur := g.resolveAll()
 	if g.running == 0 {
 		for c, els := range cur {
@@ -199,6 +202,7 @@ func (c *Call) end(judge bool) []string {
 				vs = unjudged(g.trusted[cand] == nil && cand != global, changed)
 			}
 			if len(vs) == 0 {
+				g.clearUnmovable(cand)
 				if last {
 					g.trusted[cand] = els
 					delete(g.suspect, cand)
@@ -218,7 +222,8 @@ func (c *Call) end(judge bool) []string {
 			}
 			if failed == "" {
 				delete(g.suspect, cand)
-			} else {
+				g.clearUnmovable(cand)
+			} else if _, ok := g.unmovable[cand]; !ok {
 				g.suspect[cand] = failed
 			}
 		}
@@ -236,7 +241,20 @@ func (c *Call) end(judge bool) []string {
 			}
 		}
 	}
-	return notes
+	return dedupe(notes)
+}
+
+// dedupe drops repeated notes (a failure is met again in every round).
+func dedupe(notes []string) []string {
+	seen := map[string]bool{}
+	out := notes[:0]
+	for _, n := range notes {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // verdict is why a candidate would run something planted, and what to move
@@ -383,10 +401,12 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 	if id, err := lstatIdent(target); err == nil && !id.exists() {
 		return "", true // moved with what held it, in this round
 	}
-	moved, err := renameAside(root, target)
+	moved, err := moveAside(root, target)
 	if err != nil {
 		g.logf("git guard: move aside %s: %v", target, err)
-		return fmt.Sprintf("git: %s: %s; moving it aside failed, so tell the user not to run git there until it is removed", g.show(target), v.why), false
+		note := fmt.Sprintf("git: %s: %s; moving it aside failed, so tell the user not to run git there until it is removed; calls are refused until then", g.show(target), v.why)
+		g.markUnmovable(cand, note)
+		return note, false
 	}
 	if v.whole && !cand.bare {
 		// A .git directory renamed is still a directory git would take
@@ -398,6 +418,9 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 	g.logf("git guard: moved %s aside to %s: %s", target, moved, v.why)
 	return fmt.Sprintf("git: moved %s aside to %s: %s", g.show(target), g.show(moved), v.why), true
 }
+
+// moveAside is renameAside; tests replace it to see what a failure does.
+var moveAside = renameAside
 
 // trustedSet is every trusted element, by its key.
 func (g *Guard) trustedSet() map[elementKey]bool {
@@ -480,13 +503,20 @@ func (g *Guard) recover(since int64) []string {
 		} else {
 			g.trusted[cand] = kept
 		}
+		failed := false
 		for _, v := range g.judge(cand, els, changed) {
 			if note, ok := g.neutralize(cand, v); note != "" {
 				notes = append(notes, note+" (left by a call the previous server did not finish)")
 				if !ok {
-					g.suspect[cand] = v.why
+					failed = true
+					if _, ok := g.unmovable[cand]; !ok {
+						g.suspect[cand] = v.why
+					}
 				}
 			}
+		}
+		if !failed {
+			g.clearUnmovable(cand)
 		}
 	}
 	return notes

@@ -68,3 +68,14 @@ func allowRead(path string) bool {
 	}
 	return unix.Fchmodat(parent, name, uint32(st.Mode&0o7777|0o700), unix.AT_SYMLINK_NOFOLLOW) == nil
 }
+
+// allowWrite gives the owner back write and search permission on the
+// directory open at fd (from openBeneath, so reached through no symlink),
+// as on Linux (file_linux.go). It reports whether it changed anything.
+func allowWrite(fd int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o300 == 0o300 {
+		return false
+	}
+	return unix.Fchmod(fd, uint32(st.Mode&0o7777|0o700)) == nil
+}

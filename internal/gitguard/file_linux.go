@@ -78,3 +78,16 @@ func allowRead(path string) bool {
 	// directory, whatever the path now holds.
 	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), uint32(st.Mode&0o7777|0o700)) == nil
 }
+
+// allowWrite gives the owner back write and search permission on the
+// directory open at fd (an O_PATH descriptor from openBeneath, so inside
+// a root and reached through no symlink): a command can take them away so
+// that what it planted cannot be moved aside. It reports whether it
+// changed anything.
+func allowWrite(fd int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o300 == 0o300 {
+		return false
+	}
+	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), uint32(st.Mode&0o7777|0o700)) == nil
+}

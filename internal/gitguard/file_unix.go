@@ -3,6 +3,7 @@
 package gitguard
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -170,21 +172,57 @@ func readLink(path string) (string, error) {
 // quarantineSuffix is added to the name of what was moved aside.
 const quarantineSuffix = ".quarantined-by-nanosandbox"
 
+// Names tried for what is moved aside: the fixed ones first, so that the
+// user finds it beside the original, then random ones, which a command
+// cannot take in advance.
+const (
+	fixedAsideNames  = 100
+	randomAsideNames = 16
+	maxNameBytes     = 255 // NAME_MAX of Linux's filesystems and APFS
+)
+
 // renameAside renames path, which lies below root, beside itself with
-// quarantineSuffix (and a number if that name is taken), without following
-// a symlink and never replacing anything. It returns the new path.
+// quarantineSuffix (and a number, or a random word, if that name is
+// taken), without following a symlink and never replacing anything. It
+// returns the new path. A command cannot make it fail: the directory
+// holding path gets back its owner's write and search permission (the
+// server runs as the uid that owns what commands make), a name too long
+// for the suffix is shortened, and taken names are passed over.
 func renameAside(root, path string) (string, error) {
 	parent, name, err := openParent(root, path)
 	if err != nil {
 		return "", err
 	}
 	defer unix.Close(parent)
-	for i := 0; i < 100; i++ {
-		to := name + quarantineSuffix
-		if i > 0 {
+	base := name
+	if max := maxNameBytes - len(quarantineSuffix) - 17; len(base) > max { // "-" and 16 hex digits
+		for max > 0 && !utf8.RuneStart(base[max]) {
+			max--
+		}
+		base = base[:max]
+	}
+	allowed := false
+	for i := 0; i < fixedAsideNames+randomAsideNames; i++ {
+		to := base + quarantineSuffix
+		switch {
+		case i >= fixedAsideNames:
+			var b [8]byte
+			if _, err := rand.Read(b[:]); err != nil {
+				return "", fmt.Errorf("rename %q: %w", path, err)
+			}
+			to = fmt.Sprintf("%s-%x", to, b)
+		case i > 0:
 			to = fmt.Sprintf("%s-%d", to, i)
 		}
 		err := renameNoReplace(parent, name, to)
+		if errors.Is(err, unix.EACCES) && !allowed {
+			// A command took write or search permission away.
+			allowed = true
+			if allowWrite(parent) {
+				i--
+				continue
+			}
+		}
 		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
 			continue
 		}
@@ -193,7 +231,7 @@ func renameAside(root, path string) (string, error) {
 		}
 		return filepath.Join(filepath.Dir(path), to), nil
 	}
-	return "", fmt.Errorf("rename %q: too many quarantined copies beside it", path)
+	return "", fmt.Errorf("rename %q: every name tried beside it is taken", path)
 }
 
 // openParent opens the directory holding path, beneath root and without

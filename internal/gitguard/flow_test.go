@@ -1,6 +1,7 @@
 package gitguard
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -536,5 +537,104 @@ func TestWorktreeOutsideIsMovedAside(t *testing.T) {
 				t.Error("sub/.git is still there")
 			}
 		})
+	}
+}
+
+// A command cannot make the move aside fail: it takes write permission
+// off the directory that holds what it planted (the server, the same uid,
+// gives it back), takes every fixed name the move tries, or names what is
+// moved so that the fixed names are too long. Each is shown planted and
+// run in a control without a guard first.
+func TestMoveAsideCannotBeBlocked(t *testing.T) {
+	long := strings.Repeat("i", 240)
+	for _, tt := range []struct {
+		name   string
+		root   bool // the trick means something when the server runs as root
+		setup  string
+		attack string
+		dirs   []string
+		note   string
+	}{
+		{name: "parent and git directory not writable",
+			setup:  "git init -q",
+			attack: `git init -q sub && git -C sub config core.fsmonitor "$PWN" && chmod a-w sub/.git sub`,
+			dirs:   []string{"sub"}, note: "moved sub/.git aside to sub/.git.quarantined-by-nanosandbox:"},
+		{name: "every fixed name taken", root: true,
+			setup: "git init -q",
+			attack: `git init -q sub && git -C sub config core.fsmonitor "$PWN" && mkdir sub/.git.quarantined-by-nanosandbox &&
+for i in $(seq 1 99); do mkdir sub/.git.quarantined-by-nanosandbox-$i; done`,
+			dirs: []string{"sub"}, note: "moved sub/.git aside to sub/.git.quarantined-by-nanosandbox-"},
+		{name: "a name too long for the suffix", root: true,
+			setup:  "git init -q && git config include.path ../" + long,
+			attack: `printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > ` + long,
+			dirs:   []string{"."}, note: "quarantined-by-nanosandbox"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !tt.root && os.Geteuid() == 0 {
+				t.Skip("root writes in a directory whatever its mode: the trick blocks nothing for a server run as root")
+			}
+			f := newFixture(t)
+			t.Cleanup(func() { f.sh("chmod -R u+w . 2>/dev/null; true") })
+			ctl := newFixture(t)
+			t.Cleanup(func() { ctl.sh("chmod -R u+w . 2>/dev/null; true") })
+			ctl.sh(tt.setup)
+			ctl.sh(tt.attack)
+			if !ctl.userGit(tt.dirs...) {
+				t.Fatal("control: the planting did not run in the user's git; the attack tests nothing")
+			}
+			f.sh(tt.setup)
+			f.start()
+			notes := f.call(tt.attack)
+			if f.userGit(tt.dirs...) {
+				t.Errorf("the user's git ran what the call planted; notes: %q", notes)
+			}
+			if all := strings.Join(notes, "\n"); !strings.Contains(all, tt.note) || strings.Contains(all, "failed") {
+				t.Errorf("notes %q, want one containing %q", notes, tt.note)
+			}
+			if more := f.call(""); len(more) != 0 {
+				t.Errorf("the next call noted %q", more)
+			}
+		})
+	}
+}
+
+// When moving aside fails all the same (a full disk, a filesystem that
+// refuses), no later call runs until it is gone, in this server or the
+// next: the repository is never trusted silently.
+func TestUnmovableRefusesLaterCalls(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.StateDir = filepath.Join(filepath.Dir(f.root), "state")
+	f.sh("git init -q")
+	f.start()
+	moveAside = func(root, path string) (string, error) { return "", errors.New("rename: no space left on device") }
+	t.Cleanup(func() { moveAside = renameAside })
+	notes := f.call(`git init -q sub && git -C sub config core.fsmonitor "$PWN"`)
+	if all := strings.Join(notes, "\n"); !strings.Contains(all, "moving it aside failed") || !strings.Contains(all, "refused") {
+		t.Errorf("notes %q, want the failure and that later calls are refused", notes)
+	}
+	if _, err := f.g.Begin(); err == nil || !strings.Contains(err.Error(), "sub/.git") {
+		t.Errorf("the next call began (%v); want it refused, naming sub/.git", err)
+	}
+	// A new server, as the next one-shot run: refused too.
+	f.g.Close()
+	f.start()
+	if _, err := f.g.Begin(); err == nil {
+		t.Error("a new server began a call with the repository still there")
+	}
+	// Once it can be moved, the next call moves it and runs.
+	moveAside = renameAside
+	f.g.Close()
+	f.start()
+	notes = f.call("")
+	if !strings.Contains(strings.Join(notes, "\n"), "moved sub/.git aside") {
+		t.Errorf("notes %q, want sub/.git moved aside", notes)
+	}
+	if f.userGit("sub") {
+		t.Error("the user's git ran what was planted")
+	}
+	f.g.Close()
+	f.start()
+	if notes := f.call(""); len(notes) != 0 {
+		t.Errorf("after it was moved, a new server noted %q", notes)
 	}
 }

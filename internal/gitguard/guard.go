@@ -80,6 +80,10 @@ type Guard struct {
 	byContent map[[sha256.Size]byte]listing
 	trusted   map[candidate][]element
 	suspect   map[candidate]string // judged harmful and not made harmless
+	// unmovable are the suspects that could not be moved aside: calls are
+	// refused while they are there (unmovable.go).
+	unmovable map[candidate]string
+	unmov     unmovables
 	running   int
 	ph        placeholders
 	broken    error // why the roots cannot be checked; calls are refused
@@ -120,6 +124,7 @@ func New(cfg Config) (*Guard, error) {
 		byContent: map[[sha256.Size]byte]listing{},
 		trusted:   map[candidate][]element{},
 		suspect:   map[candidate]string{},
+		unmovable: map[candidate]string{},
 		ph:        placeholders{},
 	}
 	if cfg.Git != "" {
@@ -154,6 +159,10 @@ func New(cfg Config) (*Guard, error) {
 			g.logf("git guard: %v; a call cut short by a killed server will not be judged by the next one", err)
 		}
 		g.journal = j
+		g.unmov = unmovables{dir: filepath.Join(cfg.StateDir, "git-unmovable")}
+		for c, why := range g.unmov.load(func(p string) bool { k, _, _ := g.place(p); return k == inside }) {
+			g.suspect[c], g.unmovable[c] = why, why
+		}
 		g.recoverOrphans()
 	}
 	return g, nil
