@@ -638,3 +638,35 @@ func TestUnmovableRefusesLaterCalls(t *testing.T) {
 		t.Errorf("after it was moved, a new server noted %q", notes)
 	}
 }
+
+// Honest flows leave a fresh repository's config with what git, git-lfs
+// and gh write there, and none of it is moved aside. (Not among them: git
+// lfs install --local and git lfs track, whose filters and hooks run
+// git-lfs, a program like any other.)
+func TestHonestFlowsStay(t *testing.T) {
+	const up = `git init -q sm && git -C sm commit -q --allow-empty -m s &&
+git init -q up && git -C up commit -q --allow-empty -m a && git -C up -c protocol.file.allow=always submodule add -q ../sm sm && git -C up commit -qm sm &&
+git -C up remote add origin https://example.com/up.git`
+	for _, tt := range []struct{ name, flow string }{
+		{"clone --recurse-submodules", `git -c protocol.file.allow=always clone -q --recurse-submodules up c`},
+		{"submodule update --init", `git clone -q up c && git -C c -c protocol.file.allow=always submodule update -q --init`},
+		{"submodule add", `git -C up -c protocol.file.allow=always submodule add -q "$PWD/sm" sm2`},
+		{"worktree add", `git -C up worktree add -q ../wt`},
+		{"sparse-checkout", `git clone -q up s && git -C s sparse-checkout set --cone x`},
+		{"branch --edit-description", `GIT_EDITOR="sh -c 'echo about > \"\$1\"' -" git -C up branch --edit-description`},
+		// gh repo clone and gh repo set-default need the network, git-lfs
+		// learns the access mode from a server: the keys are written as
+		// they write them.
+		{"gh's resolved remote", `git clone -q up g && git -C g config remote.origin.gh-resolved base`},
+		{"git-lfs's keys", `git clone -q up l && git -C l config lfs.repositoryformatversion 0 && git -C l config lfs.https://example.com/up.git/info/lfs.access basic`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.sh(up)
+			f.start()
+			if notes := f.call(tt.flow); len(notes) != 0 {
+				t.Errorf("an honest flow was judged: %q", notes)
+			}
+		})
+	}
+}

@@ -6,9 +6,12 @@ import (
 )
 
 // plainKeys are the config keys a git directory made during a call may
-// hold and still be trusted: what git itself writes on init, clone,
-// submodule, worktree and sparse-checkout, and settings that run nothing
-// and point nowhere outside the repository. Anything else (core.fsmonitor,
+// hold and still be trusted: what git itself writes on init, clone
+// (--recurse-submodules too), submodule, worktree, sparse-checkout and
+// branch --edit-description, what git-lfs writes outside its filters and
+// hooks, what gh writes, and settings that run nothing and point nowhere
+// outside the repository. None names a program, a file, a URL rewrite or
+// an include. Anything else (core.fsmonitor,
 // core.hooksPath, core.pager, filters, diff and merge drivers, aliases,
 // credential helpers, include and includeIf, url rewrites, ...) makes it
 // untrusted. "*" stands for any subsection.
@@ -29,12 +32,14 @@ var plainKeys = map[string]bool{
 	"pull.rebase": true, "pull.ff": true, "fetch.prune": true, "fetch.prunetags": true,
 	"fetch.writecommitgraph": true, "push.default": true, "push.autosetupremote": true,
 	"gc.auto": true, "receive.denynonfastforwards": true, "receive.denycurrentbranch": true,
-	"lfs.repositoryformatversion": true,
-	"remote.*.url":                true, "remote.*.pushurl": true, "remote.*.fetch": true, "remote.*.push": true,
+	"lfs.repositoryformatversion": true, "lfs.*.access": true,
+	"remote.*.url": true, "remote.*.pushurl": true, "remote.*.fetch": true, "remote.*.push": true,
 	"remote.*.tagopt": true, "remote.*.prune": true, "remote.*.mirror": true,
-	"remote.*.promisor": true, "remote.*.partialclonefilter": true,
+	"remote.*.promisor": true, "remote.*.partialclonefilter": true, "remote.*.gh-resolved": true,
 	"branch.*.remote": true, "branch.*.merge": true, "branch.*.rebase": true, "branch.*.pushremote": true,
-	"submodule.*.url": true, "submodule.*.active": true, "submodule.*.branch": true,
+	"branch.*.description": true,
+	"submodule.active":     true, // a pathspec of the submodules to check out
+	"submodule.*.url":      true, "submodule.*.active": true, "submodule.*.branch": true,
 }
 
 // plainKey reports whether e is in plainKeys.
