@@ -20,6 +20,9 @@ type Call struct {
 // maxProtections bounds the paths kept read-only for one call.
 const maxProtections = 3000
 
+// protectionBudget is maxProtections; tests lower it.
+var protectionBudget = maxProtections
+
 // judgeBudget bounds the judging at the end of a call: past it, what is
 // left is moved aside unread (a command that makes thousands of
 // repositories must not hold the result, or the server, for long).
@@ -46,6 +49,9 @@ func (g *Guard) Begin() (*Call, error) {
 	if g.running == 0 {
 		for c, els := range cur {
 			if _, bad := g.suspect[c]; !bad {
+				if _, was := g.trusted[c]; !was {
+					g.user[c] = true // made while no call ran
+				}
 				g.trusted[c] = els
 			}
 		}
@@ -55,21 +61,31 @@ func (g *Guard) Begin() (*Call, error) {
 			}
 		}
 	}
+	for c := range g.user {
+		if _, ok := cur[c]; !ok {
+			delete(g.user, c)
+		}
+	}
 	call := &Call{g: g}
 	prot := map[string]Protection{}
 	trusted := g.trustedSet()
 	cands := sortedKeys(cur)
-	// Shallowest first: past maxProtections (each is a mount, and the
-	// kernel counts them), deeper repositories are only judged at the end.
+	// The user's first, then the shallowest: past maxProtections (each
+	// is a mount, and the kernel counts them), the rest are only judged at
+	// the end, and a command that makes a thousand repositories must not
+	// push the user's out.
 	sort.SliceStable(cands, func(i, j int) bool {
+		if ui, uj := g.user[cands[i]], g.user[cands[j]]; ui != uj {
+			return ui
+		}
 		return strings.Count(cands[i].entry, "/") < strings.Count(cands[j].entry, "/")
 	})
 	for _, c := range cands {
 		if g.trusted[c] == nil {
 			continue // new, or changed while another call ran: judged when a call ends
 		}
-		if len(prot) >= maxProtections {
-			g.logf("git guard: more than %d paths to keep read-only; the rest are judged when calls end", maxProtections)
+		if len(prot) >= protectionBudget {
+			g.logf("git guard: more than %d paths to keep read-only; the rest are judged when calls end", protectionBudget)
 			break
 		}
 		for _, e := range cur[c] {

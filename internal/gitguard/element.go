@@ -75,11 +75,6 @@ type resolver struct {
 	// prune. Nil: no cache.
 	dirs map[string]cachedDir
 	used map[string]bool
-	// statEntries reads each entry of a hooks directory (inode, size and
-	// times), so that a hook rewritten in place counts as a change: where
-	// nothing keeps hooks directories read-only during a call
-	// (Config.Unmounted). The cache is not used then.
-	statEntries bool
 }
 
 // resolve returns the elements of c, in a stable order: its entry, its git
@@ -398,30 +393,36 @@ func (r *resolver) hooks(ro role, path string) (element, string) {
 	default:
 		// A listing is read again only when the directory changed: its
 		// times move with every entry added, removed or renamed (a second
-		// of settling covers coarse timestamps).
-		if c, ok := r.dirs[path]; ok && !r.statEntries && c.id == id && time.Now().UnixNano()-id.Ctime > int64(time.Second) {
-			r.used[path] = true
-			e.id, e.entries = c.id, c.ents
-			e.id.Sum = listingSum(c.ents)
-			break
-		}
-		ents, did, err := listDir(path, maxHooks)
-		if err != nil {
-			e.id = id
-			e.odd = err.Error()
-			break
-		}
+		// of settling covers coarse timestamps). What each entry is
+		// (inode, size, times) is read every time: a hook rewritten in
+		// place changes no listing, and a hooks directory is not always
+		// read-only during a call (Config.Unmounted, or one past
+		// maxProtections).
+		did := id
 		did.Size = 0 // a directory's size says nothing more than its listing
-		if r.statEntries {
-			for i := range ents {
-				if st, err := lstatIdent(filepath.Join(path, ents[i].name)); err == nil && st.exists() {
-					ents[i].id = st
-				}
+		var ents []dirEntry
+		if c, ok := r.dirs[path]; ok && c.id == did && time.Now().UnixNano()-id.Ctime > int64(time.Second) {
+			ents = append([]dirEntry(nil), c.ents...)
+		} else {
+			l, lid, err := listDir(path, maxHooks)
+			if err != nil {
+				e.id = id
+				e.odd = err.Error()
+				break
+			}
+			lid.Size = 0
+			did, ents = lid, l
+			if r.dirs != nil {
+				r.dirs[path] = cachedDir{id: did, ents: append([]dirEntry(nil), l...)}
 			}
 		}
 		if r.dirs != nil {
-			r.dirs[path] = cachedDir{id: did, ents: ents}
 			r.used[path] = true
+		}
+		if err := statEach(path, did, ents); err != nil {
+			e.id = id
+			e.odd = err.Error()
+			break
 		}
 		e.id, e.entries = did, ents
 		e.id.Sum = listingSum(ents)

@@ -119,6 +119,31 @@ func listDir(path string, max int) ([]dirEntry, ident, error) {
 	return out, identOf(&st), nil
 }
 
+// statEach reads what each of ents is now (inode, size, times) through
+// the directory at path, opened refusing symlinks, which must still be the
+// directory id: a hook rewritten in place changes the listing's digest so.
+// An entry gone since it was listed keeps its kind alone.
+func statEach(path string, id ident, ents []dirEntry) error {
+	fd, err := openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("fstat %q: %w", path, err)
+	}
+	if now := identOf(&st); now.Dev != id.Dev || now.Ino != id.Ino {
+		return fmt.Errorf("%s was replaced while it was read", path)
+	}
+	for i := range ents {
+		if unix.Fstatat(fd, ents[i].name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			ents[i].id = identOf(&st)
+		}
+	}
+	return nil
+}
+
 // modeKind maps a directory entry's type to S_IFMT bits.
 func modeKind(m os.FileMode) uint32 {
 	switch {
@@ -143,7 +168,7 @@ func listingSum(ents []dirEntry) uint64 {
 	h := fnv.New64a()
 	for _, e := range ents {
 		fmt.Fprintf(h, "%s\x00%d\x00", e.name, e.id.Kind)
-		if e.id.Ino != 0 { // read by resolver.statEntries
+		if e.id.Ino != 0 { // read by statEach
 			fmt.Fprintf(h, "%d\x00%d\x00%d\x00%d\x00%d\x00", e.id.Dev, e.id.Ino, e.id.Size, e.id.Mtime, e.id.Ctime)
 		}
 	}

@@ -670,3 +670,55 @@ git -C up remote add origin https://example.com/up.git`
 		})
 	}
 }
+
+// A hook rewritten in place changes no listing. A command can make sure
+// the user's hooks directory is not read-only during a call: it makes
+// enough repositories in one call (trusted when it ends) to push the
+// user's out of the protection budget in the next. The user's
+// repositories come first in the budget, and a hook rewritten in place is
+// seen whether or not its directory was protected.
+func TestHookRewrittenInPlace(t *testing.T) {
+	const setup = `git init -q && git init -q zz && printf '#!/bin/sh\nexit 0\n' > zz/.git/hooks/pre-commit && chmod +x zz/.git/hooks/pre-commit`
+	const rewrite = `printf '#!/bin/sh\n%s\n' "$PWN" > zz/.git/hooks/pre-commit`
+	ctl := newFixture(t)
+	ctl.sh(setup)
+	ctl.sh(rewrite)
+	if !ctl.userGit("zz") {
+		t.Fatal("control: the rewritten hook did not run; the attack tests nothing")
+	}
+	t.Run("past the protection budget", func(t *testing.T) {
+		protectionBudget = 20 // each trusted repository protects 2 paths
+		t.Cleanup(func() { protectionBudget = maxProtections })
+		f := newFixture(t)
+		f.sh(setup)
+		f.start()
+		if notes := f.call(`for i in $(seq 10 40); do git init -q r$i; done`); len(notes) != 0 {
+			t.Fatalf("honest repositories were judged: %q", notes)
+		}
+		c, err := f.g.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		protected := false
+		for _, p := range c.Protect {
+			protected = protected || p.Path == filepath.Join(f.root, "zz/.git/hooks")
+		}
+		if !protected {
+			t.Error("the user's zz/.git/hooks was pushed out of the protection budget by repositories a command made")
+		}
+		f.sh(rewrite) // what the mount would refuse, had it been made
+		notes := c.End()
+		if !strings.Contains(strings.Join(notes, "\n"), "zz/.git/hooks") || f.userGit("zz") {
+			t.Errorf("the hook rewritten in place survived; notes: %q", notes)
+		}
+	})
+	t.Run("in a trusted repository, Unmounted off", func(t *testing.T) {
+		f := newFixture(t)
+		f.sh(setup)
+		f.start()
+		notes := f.call(rewrite)
+		if !strings.Contains(strings.Join(notes, "\n"), "zz/.git/hooks") || f.userGit("zz") {
+			t.Errorf("the hook rewritten in place survived; notes: %q", notes)
+		}
+	})
+}

@@ -84,12 +84,16 @@ type Guard struct {
 	// refused while they are there (unmovable.go).
 	unmovable map[candidate]string
 	unmov     unmovables
-	running   int
-	ph        placeholders
-	broken    error // why the roots cannot be checked; calls are refused
-	journal   *journal
-	pending   []string // notes for the next call: what recovery did
-	watch     bool     // keep the roots watched (Watch)
+	// user marks the repositories that appeared while no call ran (all
+	// of them at the first call): the user's, first in the protection
+	// budget, before those commands made and a call trusted.
+	user    map[candidate]bool
+	running int
+	ph      placeholders
+	broken  error // why the roots cannot be checked; calls are refused
+	journal *journal
+	pending []string // notes for the next call: what recovery did
+	watch   bool     // keep the roots watched (Watch)
 }
 
 type listing struct {
@@ -125,13 +129,14 @@ func New(cfg Config) (*Guard, error) {
 		trusted:   map[candidate][]element{},
 		suspect:   map[candidate]string{},
 		unmovable: map[candidate]string{},
+		user:      map[candidate]bool{},
 		ph:        placeholders{},
 	}
 	if cfg.Git != "" {
 		g.list = gitLister(cfg.Git)
 	}
 	g.res = resolver{home: cfg.Home, list: g.listPaths, placeholder: g.ph.pristine,
-		dirs: map[string]cachedDir{}, used: map[string]bool{}, statEntries: cfg.Unmounted}
+		dirs: map[string]cachedDir{}, used: map[string]bool{}}
 	for _, f := range cfg.GlobalConfigs {
 		e, _ := g.res.config(f)
 		if e.content == nil {
