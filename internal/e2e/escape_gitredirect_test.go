@@ -45,6 +45,9 @@ printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky
 		},
 		steps: []string{`printf '#!/bin/sh\n%s\n' "$PWN" > .husky/_/pre-commit; chmod +x .husky/_/pre-commit`},
 		dirs:  []string{".."}},
+	{name: "a directory hidden from the scan, readable but not searchable", setup: userRepo,
+		steps: []string{`git init -q d/sub && git -C d/sub config core.fsmonitor "$PWN" && chmod 600 d`},
+		dirs:  []string{"d/sub"}},
 }
 
 func TestEscapeGitPlantedRedirect(t *testing.T) {

@@ -136,6 +136,12 @@ func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident,
 		f.Close()
 		return nil, ident{}, 0, nil, fmt.Errorf("fstat %q: %w", path, err)
 	}
+	if euid := os.Geteuid(); euid != 0 && int(st.Uid) == euid && st.Mode&0o100 == 0 {
+		// Readable but not searchable (0600): its entries list, and none
+		// of them opens. Search is given back, as read is (allowRead):
+		// the directory is this user's, so a command's to have changed.
+		unix.Fchmod(fd, uint32(st.Mode&0o7777|0o700))
+	}
 	var flags uint8
 	var dirs []string
 	for {
