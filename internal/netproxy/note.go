@@ -9,9 +9,9 @@ import (
 const maxNoted = 10
 
 // Note is the line a tool result adds when the proxy refused destinations
-// during the call, so the model learns that the sandbox, not the internet,
-// said no; empty if it refused none.
-func Note(refused []Refusal) string {
+// during the call (refused, and more past them), so the model learns that
+// the sandbox, not the internet, said no; empty if it refused none.
+func Note(refused []Refusal, more int) string {
 	if len(refused) == 0 {
 		return ""
 	}
@@ -19,7 +19,6 @@ func Note(refused []Refusal) string {
 	seen := map[string]bool{}
 	for i, r := range refused {
 		if i == maxNoted {
-			dests = append(dests, fmt.Sprintf("and %d more", len(refused)-maxNoted))
 			break
 		}
 		dests = append(dests, r.Dest+" ("+r.Why+")")
@@ -27,6 +26,9 @@ func Note(refused []Refusal) string {
 			seen[r.Allow] = true
 			flags = append(flags, "--allow-net "+r.Allow)
 		}
+	}
+	if n := len(refused) - len(dests) + more; n > 0 {
+		dests = append(dests, fmt.Sprintf("and %d more", n))
 	}
 	return "network: the sandbox refused " + strings.Join(dests, ", ") +
 		"; only what the server was started with --allow-net can be reached; to allow these, ask the user to restart it with " + strings.Join(flags, " ")

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,14 @@ const (
 	// readHeaderTimeout bounds how long a client may take to send a
 	// request's headers.
 	readHeaderTimeout = 30 * time.Second
+	// maxHeaderBytes bounds a request's line and headers. Go's default (1
+	// MiB) let 256 connections of tiny header lines hold some 2.7 GB of
+	// the server's memory, outside every limit of the command's; package
+	// managers send a few KiB.
+	maxHeaderBytes = 32 << 10
+	// maxRefused bounds the destinations a call's refusals remember; the
+	// rest are counted.
+	maxRefused = 256
 )
 
 // Proxy is the proxy of one call. Set its fields, then call Serve once; the
@@ -50,7 +59,8 @@ type Proxy struct {
 	mu       sync.Mutex
 	closed   bool
 	tunnels  map[net.Conn]struct{} // hijacked connections, both ends of each tunnel
-	refused  map[string]Refusal    // by destination
+	refused  map[string]Refusal    // by destination, at most maxRefused
+	dropped  int                   // distinct refusals past maxRefused
 	handlers sync.WaitGroup
 }
 
@@ -101,6 +111,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 			}
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
@@ -158,8 +169,9 @@ func (p *Proxy) untrack(c net.Conn) {
 	c.Close()
 }
 
-// Refused returns the destinations refused so far, sorted.
-func (p *Proxy) Refused() []Refusal {
+// Refused returns the destinations refused so far, sorted (at most
+// maxRefused of them), and how many more were refused.
+func (p *Proxy) Refused() ([]Refusal, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]Refusal, 0, len(p.refused))
@@ -167,7 +179,7 @@ func (p *Proxy) Refused() []Refusal {
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Dest < out[j].Dest })
-	return out
+	return out, p.dropped
 }
 
 // refusedError is a destination the policy does not allow.
@@ -187,8 +199,12 @@ func (p *Proxy) refuse(host string, port int, why string) error {
 	if p.refused == nil {
 		p.refused = map[string]Refusal{}
 	}
-	if _, ok := p.refused[r.Dest]; !ok {
+	switch _, ok := p.refused[r.Dest]; {
+	case ok:
+	case len(p.refused) < maxRefused:
 		p.refused[r.Dest] = r
+	default:
+		p.dropped++ // a repeat past the bound counts again: a count, not a set
 	}
 	p.mu.Unlock()
 	return &refusedError{r}
@@ -222,9 +238,21 @@ func (p *Proxy) open(ctx context.Context, host string, port int) (net.Conn, erro
 		}
 	}
 	if !rule.Internal() {
+		var own []netip.Addr // this machine's, asked once a name needs it
 		for _, a := range addrs {
+			what := ""
 			if kind := internal(a); kind != "" {
-				return nil, p.refuse(host, port, fmt.Sprintf("resolves to %s, a %s address; only a host listed by its exact name may", a.Unmap(), kind))
+				what = "a " + kind + " address"
+			} else {
+				if own == nil {
+					own = ownAddrs()
+				}
+				if slices.Contains(own, a.Unmap()) {
+					what = "an address of this machine's own"
+				}
+			}
+			if what != "" {
+				return nil, p.refuse(host, port, fmt.Sprintf("resolves to %s, %s; only a host listed by its exact name may", a.Unmap(), what))
 			}
 		}
 	}

@@ -138,7 +138,7 @@ func TestPlainHTTP(t *testing.T) {
 	if err != nil || code != 200 || body != "hello "+strings.TrimPrefix(up.URL, "http://")+" /a/b" {
 		t.Errorf("got %d %q %v", code, body, err)
 	}
-	if got := r.p.Refused(); len(got) != 0 {
+	if got, more := r.p.Refused(); len(got) != 0 || more != 0 {
 		t.Errorf("refused %v, want nothing", got)
 	}
 }
@@ -198,8 +198,9 @@ func TestRefused(t *testing.T) {
 		{Dest: "other.test:8443", Why: "not in --allow-net", Allow: "other.test:8443"},
 		{Dest: "www.example.com:80", Why: "not in --allow-net", Allow: "www.example.com"},
 	}
-	if diff := cmp.Diff(want, r.p.Refused()); diff != "" {
-		t.Errorf("Refused (-want +got):\n%s", diff)
+	got, more := r.p.Refused()
+	if diff := cmp.Diff(want, got); diff != "" || more != 0 {
+		t.Errorf("Refused (-want +got, %d more):\n%s", more, diff)
 	}
 	if dialed {
 		t.Error("a refused destination was dialled")
@@ -326,7 +327,7 @@ func TestUnreachable(t *testing.T) {
 			t.Errorf("%s: got %d %q %v, want 502 %q", tt.url, code, body, err, tt.want)
 		}
 	}
-	if got := r.p.Refused(); len(got) != 0 {
+	if got, more := r.p.Refused(); len(got) != 0 || more != 0 {
 		t.Errorf("refused %v: an unreachable host is not a refusal", got)
 	}
 }

@@ -115,14 +115,14 @@ func TestInternal(t *testing.T) {
 }
 
 func TestNote(t *testing.T) {
-	if got := Note(nil); got != "" {
+	if got := Note(nil, 0); got != "" {
 		t.Errorf("no refusal: got %q", got)
 	}
 	got := Note([]Refusal{
 		{Dest: "example.com:443", Why: "not in --allow-net", Allow: "example.com"},
 		{Dest: "example.com:80", Why: "not in --allow-net", Allow: "example.com"},
 		{Dest: "db.example.com:5432", Why: "resolves to 10.0.0.1, a private address; only a host listed by its exact name may", Allow: "db.example.com:5432"},
-	})
+	}, 0)
 	want := "network: the sandbox refused example.com:443 (not in --allow-net), example.com:80 (not in --allow-net), db.example.com:5432 (resolves to 10.0.0.1, a private address; only a host listed by its exact name may); " +
 		"only what the server was started with --allow-net can be reached; to allow these, ask the user to restart it with --allow-net example.com --allow-net db.example.com:5432"
 	if got != want {
@@ -132,8 +132,11 @@ func TestNote(t *testing.T) {
 	for i := range 15 {
 		many = append(many, Refusal{Dest: "h" + string(rune('a'+i)) + ".test:443", Why: "not in --allow-net", Allow: "h.test"})
 	}
-	if got := Note(many); !strings.Contains(got, "hj.test:443 (not in --allow-net), and 5 more;") {
+	if got := Note(many, 0); !strings.Contains(got, "hj.test:443 (not in --allow-net), and 5 more;") {
 		t.Errorf("got %q, want ten named and 5 more", got)
+	}
+	if got := Note(many, 1000); !strings.Contains(got, "hj.test:443 (not in --allow-net), and 1005 more;") {
+		t.Errorf("got %q, want ten named and 1005 more", got)
 	}
 }
 
