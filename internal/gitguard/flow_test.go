@@ -13,13 +13,7 @@ import (
 // later; the positive control plants the same with no guard and sees it
 // run. After the guarded call, the user's git runs nothing planted.
 func TestEndMakesPlantedRepositoriesHarmless(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		setup  string   // the user's, before the server starts
-		attack string   // the command's, during a call
-		dirs   []string // where the user's tools run git afterwards
-		note   string   // what the call's notes say
-	}{
+	for _, tt := range []planting{
 		{name: "new nested repository with fsmonitor",
 			setup:  "git init -q",
 			attack: `git init -q sub && git -C sub config core.fsmonitor "$PWN"`,
@@ -68,22 +62,33 @@ mkdir sub && ln -s ../realgit sub/.git`,
 			if walk {
 				name += ", walking"
 			}
-			t.Run(name, func(t *testing.T) { testPlanted(t, tt.setup, tt.attack, tt.note, walk, tt.dirs) })
+			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
 		}
 	}
 }
 
-func testPlanted(t *testing.T, setup, attack, note string, walk bool, dirs []string) {
-	tt := struct {
-		setup, attack, note string
-		dirs                []string
-	}{setup, attack, note, dirs}
+// planting is something a command plants for the user's git to run.
+type planting struct {
+	name   string
+	setup  string     // the user's, before the server starts
+	first  string     // if set, an earlier call's, judged harmless
+	attack string     // the command's, during a call
+	dirs   []string   // where the user's tools run git afterwards
+	note   string     // what the call's notes say
+	user   [][]string // if set, more that the user's tools run there
+}
+
+func testPlanted(t *testing.T, tt planting, walk bool) {
 	{
 		{
 			// Positive control: the same, unguarded, runs.
 			ctl := newFixture(t)
+			ctl.user = tt.user
 			if tt.setup != "" {
 				ctl.sh(tt.setup)
+			}
+			if tt.first != "" {
+				ctl.sh(tt.first)
 			}
 			ctl.sh(tt.attack)
 			if !ctl.userGit(tt.dirs...) {
@@ -92,10 +97,16 @@ func testPlanted(t *testing.T, setup, attack, note string, walk bool, dirs []str
 
 			f := newFixture(t)
 			f.walk = walk
+			f.user = tt.user
 			if tt.setup != "" {
 				f.sh(tt.setup)
 			}
 			f.start()
+			if tt.first != "" {
+				if notes := f.call(tt.first); len(notes) != 0 {
+					t.Fatalf("the first call was judged: %q", notes)
+				}
+			}
 			notes := f.call(tt.attack)
 			if f.userGit(tt.dirs...) {
 				t.Errorf("the user's git ran what the call planted; notes: %q", notes)

@@ -19,7 +19,8 @@ type fixture struct {
 	marker string
 	g      *Guard
 	cfg    Config
-	walk   bool // walk at every call, as one-shot mode does, instead of watching
+	walk   bool       // walk at every call, as one-shot mode does, instead of watching
+	user   [][]string // more git commands userGit runs in each directory
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -90,7 +91,7 @@ func (f *fixture) userGit(dirs ...string) bool {
 	f.t.Helper()
 	os.Remove(f.marker)
 	for _, d := range dirs {
-		for _, args := range [][]string{{"status"}, {"commit", "-q", "--allow-empty", "-m", "user"}, {"submodule", "foreach", "--recursive", "true"}} {
+		for _, args := range append([][]string{{"status"}, {"commit", "-q", "--allow-empty", "-m", "user"}, {"submodule", "foreach", "--recursive", "true"}}, f.user...) {
 			cmd := exec.Command(f.git, append([]string{"-C", filepath.Join(f.root, d)}, args...)...)
 			cmd.Env = f.env()
 			cmd.Run()
