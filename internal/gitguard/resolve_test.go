@@ -74,7 +74,7 @@ printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky
 		t.Run(tt.name, func(t *testing.T) {
 			// The user's other project, outside the roots, husky-style.
 			setup := "git init -q && git init -q ../other && git -C ../other config core.hooksPath .husky/_ && mkdir ../other/src"
-			testPlanted(t, setup, tt.attack, tt.note, false, []string{"sub"})
+			testPlanted(t, planting{name: tt.name, setup: setup, attack: tt.attack, note: tt.note, dirs: []string{"sub"}}, false)
 		})
 	}
 }
