@@ -3,7 +3,6 @@ package gitguard
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -142,24 +141,10 @@ func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident,
 		// the directory is this user's, so a command's to have changed.
 		unix.Fchmod(fd, uint32(st.Mode&0o7777|0o700))
 	}
-	var flags uint8
-	var dirs []string
-	for {
-		ents, err := f.ReadDir(512)
-		for _, e := range ents {
-			name := e.Name()
-			flags |= markerOf(name)
-			if e.IsDir() {
-				dirs = append(dirs, name)
-			}
-		}
-		if err == io.EOF || len(ents) == 0 {
-			break
-		}
-		if err != nil {
-			f.Close()
-			return nil, ident{}, 0, nil, fmt.Errorf("read directory %q: %w", path, err)
-		}
+	flags, dirs, err := readDir(f)
+	if err != nil {
+		f.Close()
+		return nil, ident{}, 0, nil, err
 	}
 	kept := dirs[:0]
 	for _, d := range dirs {

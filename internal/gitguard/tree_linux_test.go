@@ -146,19 +146,3 @@ func TestWalkWhenTooManyToWatch(t *testing.T) {
 		t.Errorf("notes %q", notes)
 	}
 }
-
-// walkCandidates walks roots and returns every candidate, sorted.
-func walkCandidates(roots []string, skip func(string) bool) ([]candidate, error) {
-	var out []candidate
-	w := &walker{skip: skip, visit: func(path string, _ int, _ ident, flags, parentFlags uint8, _ []string) error {
-		out = append(out, candidatesOf(path, flags, parentFlags)...)
-		return nil
-	}}
-	for _, r := range roots {
-		if err := w.walk(r, 0); err != nil {
-			return nil, err
-		}
-	}
-	sortCandidates(out)
-	return out, nil
-}
