@@ -2,6 +2,7 @@ package gitguard
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,62 @@ mkdir sub && ln -s ../realgit sub/.git`,
 		{name: "hooksPath in a new repository",
 			attack: `git init -q && mkdir h && printf '#!/bin/sh\n%s\n' "$PWN" > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h`,
 			dirs:   []string{"."}, note: "sets core.hookspath"},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walking"
+			}
+			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
+		}
+	}
+}
+
+// A directory holding an entry named HEAD looks like a git directory, and
+// its objects/, lfs/ and annex/ like object stores; a repository planted
+// below one of them is still one that the user's git enters: through a
+// gitlink in the user's repository (git status recurses into it), or as a
+// submodule's git directory below .git/modules, which git submodule update
+// reuses. Each is found and judged.
+func TestEndFindsRepositoriesInObjectStores(t *testing.T) {
+	const nested = `git init -q %[1]s && git -C %[1]s commit -q --allow-empty -m s && git -C %[1]s config core.fsmonitor "$PWN" && git add %[1]s`
+	for _, tt := range []planting{
+		{name: "below objects/ of a directory holding HEAD",
+			setup:  "git init -q",
+			attack: "mkdir x && touch x/HEAD && " + fmt.Sprintf(nested, "x/objects/sub"),
+			dirs:   []string{"."}, note: "moved x/objects/sub/.git aside"},
+		{name: "in a fan-out directory",
+			setup:  "git init -q",
+			attack: "mkdir x && touch x/HEAD && " + fmt.Sprintf(nested, "x/objects/ab/sub"),
+			dirs:   []string{"."}, note: "moved x/objects/ab/sub/.git aside"},
+		{name: "below objects/ of a bare repository the user made",
+			setup:  "git init -q && git init -q --bare x",
+			attack: fmt.Sprintf(nested, "x/objects/sub"),
+			dirs:   []string{"."}, note: "moved x/objects/sub/.git aside"},
+		{name: "below objects/ of a bare-looking directory a call made",
+			setup:  "git init -q",
+			first:  "mkdir -p x/objects x/refs && echo 'ref: refs/heads/main' > x/HEAD",
+			attack: fmt.Sprintf(nested, "x/objects/sub"),
+			dirs:   []string{"."}, note: "moved x/objects/sub/.git aside"},
+		{name: "below a git directory's lfs store",
+			setup:  "git init -q",
+			attack: "mkdir x && touch x/HEAD && " + fmt.Sprintf(nested, "x/lfs/objects/ab/cd/sub"),
+			dirs:   []string{"."}, note: "moved x/lfs/objects/ab/cd/sub/.git aside"},
+		{name: "below a git directory's annex store",
+			setup:  "git init -q",
+			attack: "mkdir x && touch x/HEAD && " + fmt.Sprintf(nested, "x/annex/objects/f87/4d5/KEY/sub"),
+			dirs:   []string{"."}, note: "moved x/annex/objects/f87/4d5/KEY/sub/.git aside"},
+		{name: "a bare repository below objects/",
+			setup:  "git init -q",
+			attack: `mkdir x && touch x/HEAD && git init -q --bare x/objects/b && git -C x/objects/b config core.fsmonitor "$PWN" && git -C x/objects/b config core.bare false && git -C x/objects/b config core.worktree ../../..`,
+			dirs:   []string{"x/objects/b"}, note: "moved x/objects/b/HEAD aside"},
+		{name: "a submodule's git directory below .git/modules/x, which holds HEAD",
+			setup: "git init -q && git commit -q --allow-empty -m u",
+			attack: `git init -q .s && git -C .s commit -q --allow-empty -m s && git -c protocol.file.allow=always submodule add -q ./.s x/objects/m && git commit -qm m &&
+printf '#!/bin/sh\n%s\n' "$PWN" > .git/modules/x/objects/m/hooks/post-checkout && chmod +x .git/modules/x/objects/m/hooks/post-checkout &&
+git submodule deinit -q -f x/objects/m && touch .git/modules/x/HEAD`,
+			dirs: []string{"."}, note: "moved .git/modules/x/objects/m",
+			user: [][]string{{"submodule", "update", "--init"}}},
 	} {
 		for _, walk := range []bool{false, true} {
 			name := tt.name

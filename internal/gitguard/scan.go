@@ -42,20 +42,6 @@ func candidatesOf(dir string, flags uint8, parentFlags uint8) []candidate {
 	return out
 }
 
-// skipChild reports whether the scan leaves a subdirectory out: the object
-// stores of a git directory (content-addressed files, thousands of
-// directories, never a place anyone runs git), and hidden paths, which
-// commands cannot reach.
-func skipChild(flags uint8, name string) bool {
-	if flags&hasHEAD != 0 {
-		switch name {
-		case "objects", "lfs", "annex":
-			return true
-		}
-	}
-	return false
-}
-
 // Limits on a walk, so a command that makes millions of directories costs
 // the server a refusal, not its memory or its time.
 const (
@@ -70,6 +56,17 @@ var errTooLarge = errors.New("too many directories")
 // walker visits every directory below a root that commands can reach, and
 // calls visit with its markers. It opens each directory without following a
 // symlink and never descends into a symlink.
+//
+// No directory is left out, not even an object store (objects/, lfs/,
+// annex/ of a git directory): a command names any directory a git directory
+// by putting HEAD in it, and a path below one is still a path where the
+// user's git goes, as a gitlink's work tree (x/objects/sub, or
+// bare.git/objects/sub below a real bare repository) or as a submodule's
+// git directory (.git/modules/x/objects/m). Knowing what git makes there
+// (fan-out directories of files, pack/, info/, tmp_objdir-* quarantines,
+// each holding its own) would still take one reading of each directory to
+// see that it holds nothing else, which is all a directory of files costs
+// the walk: one getdents, and no stat for a file (readDir).
 type walker struct {
 	skip  func(path string) bool // hidden paths
 	visit func(path string, fd int, id ident, flags, parentFlags uint8, dirs []string) error
@@ -149,7 +146,7 @@ func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident,
 	kept := dirs[:0]
 	for _, d := range dirs {
 		child := path + "/" + d
-		if skipChild(flags, d) || skip(child) || len(child)-rootLen > maxRelPath {
+		if skip(child) || len(child)-rootLen > maxRelPath {
 			continue
 		}
 		kept = append(kept, d)

@@ -274,7 +274,7 @@ func (t *tree) refresh() error {
 	}
 	w := &walker{skip: t.skip, visit: t.visit}
 	for _, r := range rescans {
-		if t.nodes[r.parent.path] != r.parent || skipChild(r.parent.flags, r.name) {
+		if t.nodes[r.parent.path] != r.parent {
 			continue
 		}
 		child := r.parent.path + "/" + r.name
@@ -312,31 +312,10 @@ func (t *tree) reflag(n *node) error {
 			flags |= bit
 		}
 	}
-	old := n.flags
 	n.flags = flags
 	t.setCands(n)
 	if c := n.children[".git"]; c != nil {
 		t.setCands(c)
-	}
-	if (old^flags)&hasHEAD == 0 {
-		return nil
-	}
-	// The object stores below a git directory are left out of the scan:
-	// follow HEAD coming or going.
-	for _, name := range []string{"objects", "lfs", "annex"} {
-		if c := n.children[name]; c != nil {
-			t.remove(c)
-		}
-		child := n.path + "/" + name
-		if skipChild(flags, name) || t.skip(child) {
-			continue
-		}
-		if id, err := lstatIdent(child); err == nil && id.isDir() {
-			w := &walker{skip: t.skip, visit: t.visit}
-			if err := w.walk(child, flags); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -14,8 +16,10 @@ import (
 
 // The watched tree must always agree with a fresh walk: random changes of
 // every kind the scan cares about (directories made, removed, renamed in
-// and out, .git entries of each type, bare-repository markers), then a
-// refresh, then the same candidates as walking from scratch.
+// and out, .git entries of each type, bare-repository markers, object
+// stores with repositories hidden in them), then a refresh, then the same
+// candidates as walking from scratch, and as a plain walk that leaves
+// nothing out.
 func TestTreeAgreesWithWalk(t *testing.T) {
 	testFinderAgreesWithWalk(t, func(roots []string, skip func(string) bool) (finder, error) { return newTree(roots, skip) })
 }
@@ -59,12 +63,11 @@ func testFinderAgreesWithWalk(t *testing.T, newFinder func([]string, func(string
 				return out
 			}
 			pick := func() string { d := dirs(); return d[rng.Intn(len(d))] }
-			name := func() string {
-				return []string{"a", "b", "c", ".git", "HEAD", "objects", "refs", "commondir", "hidden", "sub"}[rng.Intn(10)]
-			}
+			names := []string{"a", "b", "c", ".git", "HEAD", "objects", "refs", "commondir", "hidden", "sub", "lfs", "annex", "ab"}
+			name := func() string { return names[rng.Intn(len(names))] }
 			for step := 0; step < 300; step++ {
 				p := filepath.Join(pick(), name())
-				switch rng.Intn(9) {
+				switch rng.Intn(11) {
 				case 0, 1:
 					os.MkdirAll(filepath.Join(p, name()), 0o755)
 				case 2:
@@ -86,6 +89,13 @@ func testFinderAgreesWithWalk(t *testing.T, newFinder func([]string, func(string
 					}
 				case 8:
 					os.Mkdir(p, 0o755)
+				case 9:
+					// A repository in an object store, HEAD beside it
+					// before or after.
+					os.WriteFile(filepath.Join(p, "HEAD"), nil, 0o644)
+					os.MkdirAll(filepath.Join(p, []string{"objects", "lfs", "annex"}[rng.Intn(3)], "ab", name(), ".git"), 0o755)
+				case 10:
+					os.WriteFile(filepath.Join(pick(), "HEAD"), nil, 0o644)
 				}
 				if rng.Intn(10) != 0 {
 					continue // several changes between refreshes
@@ -96,6 +106,9 @@ func testFinderAgreesWithWalk(t *testing.T, newFinder func([]string, func(string
 				want, err := walkCandidates([]string{root}, skip)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if diff := cmp.Diff(plainCandidates(t, root, skip), want, cmp.AllowUnexported(candidate{}), cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("step %d: the walk leaves out what a plain walk finds (-plain +walk):\n%s", step, diff)
 				}
 				if diff := cmp.Diff(want, tr.candidates(), cmp.AllowUnexported(candidate{}), cmpopts.EquateEmpty()); diff != "" {
 					t.Fatalf("step %d: the watched tree disagrees with a walk (-walk +tree):\n%s", step, diff)
@@ -145,4 +158,93 @@ func TestWalkWhenTooManyToWatch(t *testing.T) {
 	if !strings.Contains(strings.Join(notes, "\n"), "moved e7/x/sub/.git aside") || f.userGit("e7/x/sub") {
 		t.Errorf("notes %q", notes)
 	}
+}
+
+// plainCandidates finds the candidates with filepath.WalkDir, which enters
+// every directory but the hidden ones: what the scan must find.
+func plainCandidates(t *testing.T, root string, skip func(string) bool) []candidate {
+	t.Helper()
+	flags := map[string]uint8{}
+	var out []candidate
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if skip(p) {
+			return filepath.SkipDir
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return nil
+		}
+		var f uint8
+		for _, e := range ents {
+			f |= markerOf(e.Name())
+		}
+		flags[p] = f
+		var pf uint8
+		if p != root {
+			pf = flags[filepath.Dir(p)]
+		}
+		out = append(out, candidatesOf(p, f, pf)...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortCandidates(out)
+	return out
+}
+
+// BenchmarkTreeLooseObjects is the cost of watching a repository with
+// 20,000 loose objects: one build, then a refresh after git packs them
+// all (and removes the fan-out directories) and another after they are
+// unpacked again (go test -run '^$' -bench
+// TreeLoose).
+func BenchmarkTreeLooseObjects(b *testing.B) {
+	root := looseRepo(b, 20000)
+	skip := func(string) bool { return false }
+	git := func(script string) {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+root)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	pack := "git cat-file --batch-all-objects --batch-check='%(objectname)' | git pack-objects -q .git/objects/pack/pack >/dev/null"
+	git(pack + " && cat .git/objects/pack/*.pack > ../p.pack && rm -f .git/objects/pack/*")
+	var build, packed, unpacked time.Duration
+	for b.Loop() {
+		began := time.Now()
+		tr, err := newTree([]string{root}, skip)
+		if err != nil {
+			b.Fatal(err)
+		}
+		build += time.Since(began)
+		b.StopTimer()
+		git(pack + " && git prune-packed")
+		b.StartTimer()
+		began = time.Now()
+		if err := tr.refresh(); err != nil {
+			b.Fatal(err)
+		}
+		packed += time.Since(began)
+		b.StopTimer()
+		git("git unpack-objects -q < ../p.pack && rm -f .git/objects/pack/*")
+		b.StartTimer()
+		began = time.Now()
+		if err := tr.refresh(); err != nil {
+			b.Fatal(err)
+		}
+		unpacked += time.Since(began)
+		tr.close()
+	}
+	n := time.Duration(b.N)
+	b.ReportMetric(float64(build/n)/1e6, "build-ms")
+	b.ReportMetric(float64(packed/n)/1e6, "refresh-packed-ms")
+	b.ReportMetric(float64(unpacked/n)/1e6, "refresh-unpacked-ms")
 }
