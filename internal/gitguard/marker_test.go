@@ -18,7 +18,7 @@ func TestCandidatesOfSpelling(t *testing.T) {
 			}
 		}
 	}
-	for name, want := range map[string]uint8{"head": hasHEAD, "OBJECTS": hasObjects, "Refs": hasRefs, "CommonDir": hasCommondir, "gits": 0, "HEADS": 0} {
+	for name, want := range map[string]uint8{"head": hasHEAD, "OBJECTS": hasObjects, "Refs": hasRefs, "CommonDir": hasCommondir, "refſ": hasRefs, "gits": 0, "HEADS": 0} {
 		if got := markerOf(name); got != want {
 			t.Errorf("markerOf(%q) = %d, want %d", name, got, want)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -73,19 +74,11 @@ func readDir(f *os.File) (flags uint8, dirs []string, err error) {
 	}
 }
 
-// markerBytes is markerOf for a name not yet made a string.
+// markerBytes is markerOf for a name not yet made a string: the string
+// is a view of the buffer, made for the comparison only.
 func markerBytes(name []byte) uint8 {
-	switch string(name) {
-	case ".git":
-		return hasDotgit
-	case "HEAD":
-		return hasHEAD
-	case "objects":
-		return hasObjects
-	case "refs":
-		return hasRefs
-	case "commondir":
-		return hasCommondir
+	if len(name) == 0 {
+		return 0
 	}
-	return 0
+	return markerOf(unsafe.String(&name[0], len(name)))
 }

@@ -206,7 +206,7 @@ func (t *tree) take(b []byte) {
 		}
 		name := string(bytes.TrimRight(b[unix.SizeofInotifyEvent:end], "\x00"))
 		b = b[end:]
-		keep := ev.Mask&(unix.IN_Q_OVERFLOW|unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_ISDIR) != 0 || markers[name] != 0
+		keep := ev.Mask&(unix.IN_Q_OVERFLOW|unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_ISDIR) != 0 || markerOf(name) != 0
 		if !keep {
 			continue
 		}
