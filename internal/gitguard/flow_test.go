@@ -435,22 +435,27 @@ printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > .git/config.worktree`)
 // core.worktree is a plain setting, but it moves where the user's relative
 // core.hooksPath points: the hooks there are judged.
 func TestWorktreeMovesRelativeHooksPath(t *testing.T) {
-	ctl := newFixture(t)
-	attack := `mkdir -p evil/.githooks && printf '#!/bin/sh\n%s\n' "$PWN" > evil/.githooks/pre-commit && chmod +x evil/.githooks/pre-commit &&
-git init -q x && git -C x config core.worktree ../../evil`
-	for _, f := range []*fixture{ctl} {
+	for _, attack := range []string{
+		`mkdir -p evil/.githooks && printf '#!/bin/sh\n%s\n' "$PWN" > evil/.githooks/pre-commit && chmod +x evil/.githooks/pre-commit &&
+git init -q x && git -C x config core.worktree ../../evil`,
+		// "L/../w" is beside L's target, as the kernel takes it, not
+		// x/.git/w as its text reads.
+		`git init -q x && mkdir -p p/q p/w/.githooks && ln -s ../../p/q x/.git/L && git -C x config core.worktree L/../w &&
+printf '#!/bin/sh\n%s\n' "$PWN" > p/w/.githooks/pre-commit && chmod +x p/w/.githooks/pre-commit`,
+	} {
+		ctl := newFixture(t)
+		os.WriteFile(filepath.Join(ctl.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+		ctl.sh(attack)
+		if !ctl.userGit("x") {
+			t.Fatalf("control: the planting does not run: %s", attack)
+		}
+		f := newFixture(t)
 		os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
-	}
-	ctl.sh(attack)
-	if !ctl.userGit("x") {
-		t.Fatal("control: the planting does not run")
-	}
-	f := newFixture(t)
-	os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
-	f.start()
-	notes := f.call(attack)
-	if f.userGit("x") {
-		t.Errorf("it ran: %q", notes)
+		f.start()
+		notes := f.call(attack)
+		if f.userGit("x") || !strings.Contains(strings.Join(notes, "\n"), "pre-commit") {
+			t.Errorf("it ran, or the notes %q name no pre-commit: %s", notes, attack)
+		}
 	}
 }
 

@@ -79,29 +79,6 @@ printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky
 	}
 }
 
-// A core.worktree of "L/../w" moves a relative core.hooksPath of the
-// user's where git takes it: beside L's target.
-func TestWorktreeThroughSymlinkThenDotDot(t *testing.T) {
-	attack := `git init -q sub && mkdir -p p/q p/w/.githooks && ln -s ../../p/q sub/.git/L && git -C sub config core.worktree L/../w &&
-printf '#!/bin/sh\n%s\n' "$PWN" > p/w/.githooks/pre-commit && chmod +x p/w/.githooks/pre-commit`
-	ctl := newFixture(t)
-	os.WriteFile(filepath.Join(ctl.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
-	ctl.sh(attack)
-	if !ctl.userGit("sub") {
-		t.Fatal("control: the planting does not run")
-	}
-	f := newFixture(t)
-	os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
-	f.start()
-	notes := f.call(attack)
-	if f.userGit("sub") {
-		t.Errorf("it ran: %q", notes)
-	}
-	if !strings.Contains(strings.Join(notes, "\n"), "pre-commit") {
-		t.Errorf("notes %q name no pre-commit", notes)
-	}
-}
-
 // The workspace is a package of the user's monorepo, whose husky hooks
 // (core.hooksPath) lie in the workspace: they are protected during calls,
 // and a hook a call plants there is moved aside.
