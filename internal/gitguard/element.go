@@ -128,7 +128,7 @@ func (r *resolver) resolve(c candidate) []element {
 			break
 		}
 		cd.id.Sum = contentSum(b)
-		p := strings.TrimSuffix(string(b), "\n")
+		p := strings.TrimRight(string(b), "\r\n") // as git reads it
 		if p == "" || strings.ContainsRune(p, 0) {
 			cd.odd = "commondir holds no path"
 			break
@@ -524,6 +524,9 @@ func canonical(p string) (string, error) {
 			}
 			rest = append(strings.Split(to, "/"), rest...)
 		default:
+			if perProcess(next) {
+				return "", fmt.Errorf("resolve %q: it leads through %s, which names another place to git than to the sandbox", p, next)
+			}
 			cur = next
 		}
 	}

@@ -79,3 +79,21 @@ func allowWrite(fd int) bool {
 	}
 	return unix.Fchmod(fd, uint32(st.Mode&0o7777|0o700)) == nil
 }
+
+// perProcess reports whether the directory at path is on a file system
+// whose entries name one place to the server and another to git: fdesc,
+// mounted at /dev/fd, where a number is each process's own descriptor.
+func perProcess(path string) bool {
+	var st unix.Statfs_t
+	if unix.Statfs(path, &st) != nil {
+		return false
+	}
+	n := st.Fstypename[:]
+	for i, c := range n {
+		if c == 0 {
+			n = n[:i]
+			break
+		}
+	}
+	return string(n) == "fdesc"
+}

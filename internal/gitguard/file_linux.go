@@ -91,3 +91,11 @@ func allowWrite(fd int) bool {
 	}
 	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), uint32(st.Mode&0o7777|0o700)) == nil
 }
+
+// perProcess reports whether the directory at path is on a procfs, whose
+// links (/proc/self, a process's cwd, root and fds) name one place to the
+// server and another to git, which reads them in its own process.
+func perProcess(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == unix.PROC_SUPER_MAGIC
+}

@@ -39,6 +39,7 @@ func TestCanonicalAsTheKernel(t *testing.T) {
 		{"f/../p", ""},
 		{"f/x", "f/x"},
 		{"s/loop1/x", ""},
+		{"../../../../../../../../proc/self/cwd", ""},
 	} {
 		got, err := canonical(dir + "/" + tt.in)
 		switch {
@@ -67,13 +68,17 @@ git add sub 2>/dev/null; true`,
 			`mkdir -p sub/.husky/_ && ln -s "$(cd ../other && pwd)/src" sub/L && printf 'gitdir: L/../.git\n' > sub/.git &&
 printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky/_/pre-commit`,
 			"moved sub/.git aside to sub/.git.quarantined-by-nanosandbox: it points outside the writable roots"},
+		{"commondir ending in CR LF",
+			`git init -q sub && mkdir c && mv sub/.git/objects sub/.git/refs c/ && mkdir sub/.git/refs &&
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = "%s"\n' "$PWN" > c/config && printf '../../c\r\n' > sub/.git/commondir`,
+			"moved sub/.git aside"},
 		{"include",
 			`git init -q sub && mkdir -p p/q && printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > p/inc && ln -s ../../p/q sub/.git/L && git -C sub config include.path L/../inc`,
 			"moved sub/.git aside"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			// The user's other project, outside the roots, husky-style.
-			setup := "git init -q && git init -q ../other && git -C ../other config core.hooksPath .husky/_ && mkdir ../other/src"
+			setup := "git init -q && git init -q ../other && git -C ../other config core.hooksPath .husky/_ && mkdir ../other/src && git -C ../other commit -q --allow-empty -m o"
 			testPlanted(t, planting{name: tt.name, setup: setup, attack: tt.attack, note: tt.note, dirs: []string{"sub"}}, false)
 		})
 	}
@@ -131,5 +136,33 @@ func TestEnclosingRepositoryHooksPath(t *testing.T) {
 	cmd.Run()
 	if more := f.call(""); len(more) != 0 {
 		t.Errorf("the next call noted %q", more)
+	}
+}
+
+// A path through /proc/self means the server's own process to the guard
+// and git's to git: a gitfile into /proc/self/cwd, with the server started
+// in the workspace, names the harmless workspace root to the guard and,
+// for git run in sub, sub/L: the user's other project, whose relative
+// hooks path then lies in sub. Such a path is judged unreadable.
+func TestPerProcessPathsAreOdd(t *testing.T) {
+	const setup = "git init -q && git init -q ../other && git -C ../other config core.hooksPath .husky/_ && git -C ../other commit -q --allow-empty -m o"
+	const attack = `mkdir -p sub/.husky/_ && ln -s "$(cd ../other && pwd)" sub/L && printf 'gitdir: /proc/self/cwd/L/.git\n' > sub/.git &&
+printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky/_/pre-commit`
+	ctl := newFixture(t)
+	ctl.sh(setup)
+	ctl.sh(attack)
+	if !ctl.userGit("sub") {
+		t.Fatal("control: the planting does not run")
+	}
+	f := newFixture(t)
+	f.sh(setup)
+	f.start()
+	t.Chdir(f.root) // the server's cwd, as when it is started in the workspace
+	notes := f.call(attack)
+	if f.userGit("sub") {
+		t.Errorf("the planted hook ran: %q", notes)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "moved sub/.git aside") {
+		t.Errorf("notes %q", notes)
 	}
 }
