@@ -118,3 +118,33 @@ git -C b config core.worktree "` + victim + `"`
 		})
 	}
 }
+
+// TestEscapeGitConfigWorktreeStandIn: a config.worktree written into the
+// user's repository during a call (one that moves the work tree out) is
+// refused, so the user's repository is neither moved aside nor redirected.
+func TestEscapeGitConfigWorktreeStandIn(t *testing.T) {
+	const plant = `printf '[core]\n\tworktree = /usr\n' > .git/config.worktree`
+	for _, mode := range []string{"one-shot", "mcp"} {
+		t.Run(mode, func(t *testing.T) {
+			e := plantEnv(t)
+			e.gitRepo()
+			var said string
+			if mode == "one-shot" {
+				out, stderr, _ := e.sh(plant)
+				said = out + stderr
+			} else {
+				res, _ := e.serve().sh(t, plant)
+				said = text(res)
+			}
+			if !strings.Contains(said, "Read-only file system") {
+				t.Errorf("the write was not refused: %q", said)
+			}
+			if out, err := e.gitTry("log", "-1", "--format=%s"); err != nil || strings.TrimSpace(out) != "initial" {
+				t.Errorf("the user's repository after the call: %q %v", out, err)
+			}
+			if _, err := os.Lstat(filepath.Join(e.ws, ".git/config.worktree")); err == nil {
+				t.Error("config.worktree is left in the user's repository")
+			}
+		})
+	}
+}

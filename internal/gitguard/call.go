@@ -135,13 +135,17 @@ func (g *Guard) protect(call *Call, e element, prot map[string]Protection) {
 	// directory, never in a work tree.
 	var dir bool
 	var content string
-	switch e.role {
-	case roleCommondir:
+	switch {
+	case e.role == roleCommondir:
 		content = commondirPlaceholder
-	case roleHooks:
+	case e.role == roleHooks:
 		dir = true
+	case e.wtConfig:
+		// Empty: no setting. Without it, a config.worktree written
+		// during the call (one that moves the work tree out) would
+		// cost the user's whole repository at its end.
 	default:
-		return // config.worktree and the rest: judged if they appear
+		return // included files and the rest: judged if they appear
 	}
 	ok, err := g.ph.hold(root, e.path, dir, content)
 	if err != nil {
@@ -506,8 +510,13 @@ func (g *Guard) recover(since int64) []string {
 		if !fresh {
 			// The killed server's stand-ins: remove what is still as made.
 			for _, e := range changed {
-				if kind, root, _ := g.place(e.path); kind == inside && (e.role == roleCommondir && e.id.Sum == inertCommondir || e.role == roleHooks && e.id.isDir() && len(e.entries) == 0) {
+				kind, root, _ := g.place(e.path)
+				switch {
+				case kind != inside:
+				case e.role == roleCommondir && e.id.Sum == inertCommondir, e.role == roleHooks && e.id.isDir() && len(e.entries) == 0:
 					removePlaceholder(&placeholder{root: root, path: e.path, dir: e.role == roleHooks, content: commondirPlaceholder})
+				case e.wtConfig && e.id.isReg() && len(e.content) == 0:
+					removePlaceholder(&placeholder{root: root, path: e.path}) // only if still empty
 				}
 			}
 		}

@@ -51,6 +51,9 @@ type element struct {
 	// main marks a git directory's own config and hooks directory (not
 	// config.worktree, includes or core.hooksPath).
 	main bool
+	// wtConfig marks a git directory's config.worktree, which has a
+	// stand-in while calls run where it is absent.
+	wtConfig bool
 }
 
 // candidate is a place where git finds a repository: entry is dir/.git (of
@@ -145,7 +148,10 @@ func (r *resolver) resolve(c candidate) []element {
 
 	seen := map[string]bool{}
 	var hooksPaths []string // as written: relative ones are taken from the work tree
-	coreWorktree := ""
+	// Every core.worktree value of every file read: git takes one of them
+	// (config.worktree's only with extensions.worktreeConfig on), and each
+	// is judged, so that a harmless one cannot stand in for another.
+	var coreWorktrees []string
 	var addConfig func(path string, depth int)
 	addConfig = func(path string, depth int) {
 		if seen[path] || depth > maxIncludeDepth {
@@ -177,7 +183,7 @@ func (r *resolver) resolve(c candidate) []element {
 			case en.Section == "core" && en.Subsection == "" && en.Name == "hookspath" && en.HasValue:
 				hooksPaths = append(hooksPaths, en.Value)
 			case en.Section == "core" && en.Subsection == "" && en.Name == "worktree" && en.HasValue:
-				coreWorktree = en.Value
+				coreWorktrees = append(coreWorktrees, en.Value)
 			}
 		}
 	}
@@ -188,23 +194,31 @@ func (r *resolver) resolve(c candidate) []element {
 			break
 		}
 	}
+	wc := len(out)
 	addConfig(filepath.Join(gitdir, "config.worktree"), 0)
+	if len(out) > wc {
+		out[wc].wtConfig = true
+	}
 
 	// core.worktree moves the work tree (relative to the git directory),
 	// and with it where a relative core.hooksPath points. The work tree is
 	// where the user's git writes (checkout, restore, reset, stash) and
 	// deletes (clean): an element, as a redirection is, found through
 	// every symlink as git finds it, so that one swapped in later moves it.
-	if coreWorktree != "" {
+	worktrees := []string{worktree}
+	if len(coreWorktrees) > 0 {
+		worktrees = nil
+	}
+	for _, v := range coreWorktrees {
 		wt := element{role: roleWorktree}
-		switch p, err := r.configPath(coreWorktree, gitdir); {
+		switch p, err := r.configPath(v, gitdir); {
 		case err != nil:
 			wt.path, wt.odd = p, err.Error()
 		case p == "":
 			wt.path = filepath.Join(gitdir, "config")
-			wt.odd = "core.worktree names a path the sandbox cannot resolve: " + coreWorktree
+			wt.odd = "core.worktree names a path the sandbox cannot resolve: " + v
 		default:
-			worktree = p
+			worktrees = append(worktrees, p)
 			wt.path = p
 			id, err := lstatIdent(p)
 			wt.id = ident{Kind: id.Kind, Dev: id.Dev, Ino: id.Ino}
@@ -230,11 +244,13 @@ func (r *resolver) resolve(c candidate) []element {
 	}
 	for i, hs := range [][]string{hooksPaths, r.globalHooks} {
 		for _, h := range hs {
-			switch p, err := r.configPath(h, worktree); {
-			case err != nil:
-				out = append(out, element{role: roleHooksPath, path: p, odd: err.Error(), user: i == 1})
-			case p != "":
-				addHooks(roleHooksPath, p, i == 1)
+			for _, wt := range worktrees {
+				switch p, err := r.configPath(h, wt); {
+				case err != nil:
+					out = append(out, element{role: roleHooksPath, path: p, odd: err.Error(), user: i == 1})
+				case p != "":
+					addHooks(roleHooksPath, p, i == 1)
+				}
 			}
 		}
 	}
@@ -338,6 +354,7 @@ func (r *resolver) config(path string) (element, string) {
 	case err != nil:
 		e.odd = err.Error()
 	case !id.exists():
+	case r.placeholder(path, id):
 	case id.isLink():
 		return r.link(e, id)
 	case !id.isReg():

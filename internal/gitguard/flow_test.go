@@ -578,6 +578,9 @@ func TestWorktreeOutsideIsMovedAside(t *testing.T) {
 			`mkdir w && git init -q sub && git -C sub config core.worktree ../../w`,
 			`rmdir w && ln -s "$OUT" w`},
 			"moved sub/.git aside"},
+		{"outside in config, a harmless one in config.worktree, which git reads only with the extension on",
+			[]string{`git init -q sub && git -C sub config core.worktree "$OUT" && printf '[core]\n\tworktree = ..\n' > sub/.git/config.worktree`},
+			"moved sub/.git aside"},
 		{"inside, as a submodule's", []string{`mkdir w && git init -q sub && git -C sub config core.worktree ../../w`}, ""},
 		{"inside, absent", []string{`git init -q sub && git -C sub config core.worktree ../../w`}, ""},
 	} {
