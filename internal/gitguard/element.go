@@ -152,8 +152,10 @@ func (r *resolver) resolve(c candidate) []element {
 	// (config.worktree's only with extensions.worktreeConfig on), and each
 	// is judged, so that a harmless one cannot stand in for another.
 	var coreWorktrees []string
-	var addConfig func(path string, depth int)
-	addConfig = func(path string, depth int) {
+	// dir is the directory of the file as git opened it, which its
+	// relative includes are taken from: a symlink's, not its target's.
+	var addConfig func(path, dir string, depth int)
+	addConfig = func(path, dir string, depth int) {
 		if seen[path] || depth > maxIncludeDepth {
 			return
 		}
@@ -161,7 +163,7 @@ func (r *resolver) resolve(c candidate) []element {
 		e, to := r.config(path)
 		out = append(out, e)
 		if to != "" {
-			addConfig(to, depth+1) // git reads through the symlink
+			addConfig(to, dir, depth+1) // git reads through the symlink
 			return
 		}
 		if e.content == nil {
@@ -174,11 +176,11 @@ func (r *resolver) resolve(c candidate) []element {
 		for _, en := range entries {
 			switch {
 			case (en.Section == "include" || en.Section == "includeif") && en.Name == "path" && en.HasValue:
-				switch p, err := r.configPath(en.Value, filepath.Dir(path)); {
+				switch p, err := r.configPath(en.Value, dir); {
 				case err != nil:
 					out = append(out, element{role: roleConfig, path: p, odd: err.Error()})
 				case p != "":
-					addConfig(p, depth+1)
+					addConfig(p, r.openedDir(en.Value, dir, p), depth+1)
 				}
 			case en.Section == "core" && en.Subsection == "" && en.Name == "hookspath" && en.HasValue:
 				hooksPaths = append(hooksPaths, en.Value)
@@ -187,7 +189,7 @@ func (r *resolver) resolve(c candidate) []element {
 			}
 		}
 	}
-	addConfig(filepath.Join(common, "config"), 0)
+	addConfig(filepath.Join(common, "config"), common, 0)
 	for i := range out {
 		if out[i].role == roleConfig {
 			out[i].main = true
@@ -195,7 +197,7 @@ func (r *resolver) resolve(c candidate) []element {
 		}
 	}
 	wc := len(out)
-	addConfig(filepath.Join(gitdir, "config.worktree"), 0)
+	addConfig(filepath.Join(gitdir, "config.worktree"), gitdir, 0)
 	if len(out) > wc {
 		out[wc].wtConfig = true
 	}
@@ -461,6 +463,22 @@ func (r *resolver) prune() {
 		}
 	}
 	r.used = map[string]bool{}
+}
+
+// openedDir is the directory of the file a config value v names (from
+// dir), as git opens it: v's directory part resolved, not p's, where p is
+// the file resolved (the last part may be a symlink elsewhere).
+func (r *resolver) openedDir(v, dir, p string) string {
+	d := "."
+	if i := strings.LastIndex(v, "/"); i > 0 {
+		d = v[:i]
+	} else if i == 0 {
+		d = "/"
+	}
+	if o, err := r.configPath(d, dir); err == nil && o != "" {
+		return o
+	}
+	return filepath.Dir(p)
 }
 
 // configPath resolves a path from a config value as git does: "~/" is the

@@ -383,8 +383,10 @@ func (g *Guard) resolveAll() map[candidate][]element {
 	}
 	var gl []element
 	seen := map[string]bool{}
-	var add func(path string, depth int)
-	add = func(path string, depth int) {
+	// dir is the directory of the file as git opened it (relative
+	// includes are taken from a symlink's, not its target's).
+	var add func(path, dir string, depth int)
+	add = func(path, dir string, depth int) {
 		if seen[path] || depth > maxIncludeDepth {
 			return
 		}
@@ -395,7 +397,7 @@ func (g *Guard) resolveAll() map[candidate][]element {
 			gl = append(gl, e)
 		}
 		if to != "" {
-			add(to, depth+1)
+			add(to, dir, depth+1)
 			return
 		}
 		if e.content == nil {
@@ -407,14 +409,14 @@ func (g *Guard) resolveAll() map[candidate][]element {
 		}
 		for _, en := range entries {
 			if (en.Section == "include" || en.Section == "includeif") && en.Name == "path" && en.HasValue {
-				if p, err := g.res.configPath(en.Value, filepath.Dir(path)); err == nil && p != "" {
-					add(p, depth+1)
+				if p, err := g.res.configPath(en.Value, dir); err == nil && p != "" {
+					add(p, g.res.openedDir(en.Value, dir, p), depth+1)
 				}
 			}
 		}
 	}
 	for _, f := range g.cfg.GlobalConfigs {
-		add(f, 0)
+		add(f, filepath.Dir(f), 0)
 	}
 	if len(gl) > 0 {
 		out[global] = gl

@@ -166,3 +166,45 @@ printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky
 		t.Errorf("notes %q", notes)
 	}
 }
+
+// A config that is a symlink takes its relative includes from its own
+// directory, as git opened it, not its target's: the user's global config
+// symlinked into a dotfiles workspace includes a file beside the link,
+// and a repository's config symlinked elsewhere includes one in .git.
+func TestSymlinkedConfigIncludes(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		setup  func(f *fixture)
+		attack string
+	}{
+		// ~/.gitconfig -> ws/gitconfig, which includes "ws/local.inc":
+		// from ~, where git opened it.
+		{"global", func(f *fixture) {
+			// The home holds the workspace, a dotfiles repository.
+			f.home = filepath.Dir(f.root)
+			f.cfg.Home, f.cfg.GlobalConfigs = f.home, []string{filepath.Join(f.home, ".gitconfig")}
+			f.sh(`printf '[include]\n\tpath = ws/local.inc\n' > gitconfig && git init -q`)
+			os.Symlink(filepath.Join(f.root, "gitconfig"), filepath.Join(f.home, ".gitconfig"))
+		}, `printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > local.inc`},
+		// .git/config -> ../conf/c, which includes "inc": .git/inc.
+		{"repository", func(f *fixture) {
+			f.sh(`git init -q && mkdir conf && mv .git/config conf/c && ln -s ../conf/c .git/config && printf '[include]\n\tpath = inc\n' >> conf/c`)
+		}, `printf '[core]\n\tfsmonitor = "%s"\n' "$PWN" > .git/inc`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctl := newFixture(t)
+			tt.setup(ctl)
+			ctl.sh(tt.attack)
+			if !ctl.userGit(".") {
+				t.Fatal("control: the planted include does not run")
+			}
+			f := newFixture(t)
+			tt.setup(f)
+			f.start()
+			notes := f.call(tt.attack)
+			if f.userGit(".") {
+				t.Errorf("the planted include ran: %q", notes)
+			}
+		})
+	}
+}
