@@ -208,3 +208,20 @@ func TestSymlinkedConfigIncludes(t *testing.T) {
 		})
 	}
 }
+
+// A directory whose name is longer than PATH_MAX, which git cannot work
+// in, is left out of the scan: it must not break the guard (every later
+// call refused), as 17 mkdirs of long names did.
+func TestTooDeepForGit(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		f := newFixture(t)
+		f.walk = walk
+		f.sh("git init -q")
+		f.start()
+		deep := `n=0; while [ $n -lt 16 ]; do d=$(printf "%0250d" $n); mkdir $d && cd $d || exit 1; n=$((n+1)); done; mkdir $(printf "%070d" 0)`
+		notes := f.call(deep)
+		if _, err := f.g.Begin(); err != nil {
+			t.Fatalf("walk %v: the next call is refused: %v (notes %q)", walk, err, notes)
+		}
+	}
+}

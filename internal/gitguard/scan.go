@@ -46,7 +46,7 @@ func candidatesOf(dir string, flags uint8, parentFlags uint8) []candidate {
 // the server a refusal, not its memory or its time.
 const (
 	maxWalkDirs  = 2_000_000
-	maxRelPath   = 4096 // git cannot enter a directory further from the root than PATH_MAX
+	maxPath      = 4095 // PATH_MAX less its NUL: git cannot work in a directory named longer (getcwd fails)
 	walkDeadline = 60 * time.Second
 )
 
@@ -116,7 +116,7 @@ func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident,
 		fd, err = openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	}
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, errOdd) {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, errOdd) || errors.Is(err, unix.ENAMETOOLONG) {
 			return nil, ident{}, 0, nil, nil // gone, or replaced by a symlink since it was listed
 		}
 		if errors.Is(err, unix.EACCES) {
@@ -146,7 +146,7 @@ func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident,
 	kept := dirs[:0]
 	for _, d := range dirs {
 		child := path + "/" + d
-		if skip(child) || len(child)-rootLen > maxRelPath {
+		if skip(child) || len(child) > maxPath {
 			continue
 		}
 		kept = append(kept, d)
