@@ -102,7 +102,7 @@ func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
 	// was read: on a filesystem with coarse timestamps a change in the same
 	// tick leaves the times as they were.
 	if d.mtime != id.Mtime || d.ctime != id.Ctime || d.read-d.ctime < int64(settle) {
-		f, nid, flags, kids, err := listOne(path, rootLen, p.skip)
+		f, nid, flags, kids, err := listOne(path, rootLen, p.skip, nil)
 		if f == nil {
 			if err == nil {
 				p.forget(path)

@@ -50,6 +50,10 @@ const (
 	walkDeadline = 60 * time.Second
 )
 
+// afterRead, set by tests only, runs once a directory is read, as a
+// command making a directory at that moment would.
+var afterRead func(path string)
+
 // errTooLarge is a walk that hit a limit.
 var errTooLarge = errors.New("too many directories")
 
@@ -68,8 +72,12 @@ var errTooLarge = errors.New("too many directories")
 // see that it holds nothing else, which is all a directory of files costs
 // the walk: one getdents, and no stat for a file (readDir).
 type walker struct {
-	skip  func(path string) bool // hidden paths
-	visit func(path string, fd int, id ident, flags, parentFlags uint8, dirs []string) error
+	skip func(path string) bool // hidden paths
+	// opened, if set, is called with each directory once it is open and
+	// before it is read: a watch added then sees every entry made after
+	// the reading begins, so none falls between the two.
+	opened func(path string, fd int) error
+	visit  func(path string, fd int, id ident, flags, parentFlags uint8, dirs []string) error
 	dirs  int
 	start time.Time
 }
@@ -89,7 +97,7 @@ func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
 	if w.dirs%1024 == 0 && time.Since(w.start) > walkDeadline {
 		return fmt.Errorf("%w: looking at them took more than %s", errTooLarge, walkDeadline)
 	}
-	f, id, flags, kept, err := listOne(path, rootLen, w.skip)
+	f, id, flags, kept, err := listOne(path, rootLen, w.skip, w.opened)
 	if f == nil {
 		return err
 	}
@@ -110,7 +118,7 @@ func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
 // and the subdirectories a scan enters, sorted. The file is returned open
 // (for a watch to be added through it), or nil, with no error, when the
 // directory is gone, is no directory, or is not ours to read.
-func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident, uint8, []string, error) {
+func listOne(path string, rootLen int, skip func(string) bool, opened func(string, int) error) (*os.File, ident, uint8, []string, error) {
 	fd, err := openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	if errors.Is(err, unix.EACCES) && allowRead(path) {
 		fd, err = openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
@@ -138,7 +146,16 @@ func listOne(path string, rootLen int, skip func(string) bool) (*os.File, ident,
 		// the directory is this user's, so a command's to have changed.
 		unix.Fchmod(fd, uint32(st.Mode&0o7777|0o700))
 	}
+	if opened != nil {
+		if err := opened(path, fd); err != nil {
+			f.Close()
+			return nil, ident{}, 0, nil, err
+		}
+	}
 	flags, dirs, err := readDir(f)
+	if afterRead != nil {
+		afterRead(path)
+	}
 	if err != nil {
 		f.Close()
 		return nil, ident{}, 0, nil, err

@@ -32,6 +32,9 @@ type tree struct {
 	nodes map[string]*node
 	wds   map[int32][]*node
 	cands map[candidate]bool
+	// watched is the watch opened added for the directory visit is
+	// given next (the walk opens, watches, reads, then visits).
+	watched int32
 
 	mu       sync.Mutex // guards pending and overflow, filled by pump
 	pending  []event
@@ -107,7 +110,7 @@ func (t *tree) build() error {
 	t.nodes = map[string]*node{}
 	t.wds = map[int32][]*node{}
 	t.cands = map[candidate]bool{}
-	w := &walker{skip: t.skip, visit: t.visit}
+	w := &walker{skip: t.skip, opened: t.opened, visit: t.visit}
 	for _, r := range t.roots {
 		if err := w.walk(r, 0); err != nil {
 			return err
@@ -116,7 +119,9 @@ func (t *tree) build() error {
 	return nil
 }
 
-func (t *tree) visit(path string, fd int, id ident, flags, parentFlags uint8, _ []string) error {
+// opened watches the directory path, open at fd, before the walk reads
+// it: what is made in it from then on is an event, if it is not listed.
+func (t *tree) opened(path string, fd int) error {
 	if n := maxWatches(); len(t.nodes) >= n {
 		return fmt.Errorf("%w: more than %d directories", errNoWatch, n)
 	}
@@ -124,10 +129,16 @@ func (t *tree) visit(path string, fd int, id ident, flags, parentFlags uint8, _ 
 	if err != nil {
 		return fmt.Errorf("%w: inotify_add_watch %q: %v", errNoWatch, path, err)
 	}
+	t.watched = int32(wd)
+	return nil
+}
+
+func (t *tree) visit(path string, fd int, id ident, flags, parentFlags uint8, _ []string) error {
+	wd := t.watched
 	if old := t.nodes[path]; old != nil {
 		t.remove(old)
 	}
-	n := &node{path: path, flags: flags, wd: int32(wd), dev: id.Dev, ino: id.Ino}
+	n := &node{path: path, flags: flags, wd: wd, dev: id.Dev, ino: id.Ino}
 	if p := t.nodes[filepath.Dir(path)]; p != nil && path != filepath.Dir(path) {
 		n.parent = p
 		if p.children == nil {
@@ -264,7 +275,7 @@ func (t *tree) refresh() error {
 					rescans = append(rescans, rescan{n, ev.name})
 				}
 			}
-			if markers[ev.name] != 0 {
+			if markerOf(ev.name) != 0 {
 				dirty[n] = true
 			}
 		}
@@ -272,7 +283,7 @@ func (t *tree) refresh() error {
 	if full {
 		return t.rebuild()
 	}
-	w := &walker{skip: t.skip, visit: t.visit}
+	w := &walker{skip: t.skip, opened: t.opened, visit: t.visit}
 	for _, r := range rescans {
 		if t.nodes[r.parent.path] != r.parent {
 			continue

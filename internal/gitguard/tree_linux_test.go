@@ -248,3 +248,38 @@ func BenchmarkTreeLooseObjects(b *testing.B) {
 	b.ReportMetric(float64(packed/n)/1e6, "refresh-packed-ms")
 	b.ReportMetric(float64(unpacked/n)/1e6, "refresh-unpacked-ms")
 }
+
+// TestTreeMissesNothingMadeWhileReading: a directory made in one while the
+// walk reads it (a command's, while another call's refresh runs) is
+// listed, or an event: watched before it is read. Watched after, it was
+// neither, and what was below it was never a candidate.
+func TestTreeMissesNothingMadeWhileReading(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "d")
+	os.Mkdir(dir, 0o755)
+	afterRead = func(path string) {
+		if path == dir {
+			afterRead = nil
+			if err := os.MkdirAll(filepath.Join(dir, "late/sub/.git"), 0o755); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { afterRead = nil }()
+	tr, err := newTree([]string{root}, func(string) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.close()
+	time.Sleep(50 * time.Millisecond) // the events reach the reader
+	if err := tr.refresh(); err != nil {
+		t.Fatal(err)
+	}
+	want := candidate{entry: filepath.Join(dir, "late/sub/.git")}
+	for _, c := range tr.candidates() {
+		if c == want {
+			return
+		}
+	}
+	t.Errorf("%s made while its parent was read is no candidate: %v", want.entry, tr.candidates())
+}
