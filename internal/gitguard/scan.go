@@ -78,8 +78,8 @@ type walker struct {
 	// the reading begins, so none falls between the two.
 	opened func(path string, fd int) error
 	visit  func(path string, fd int, id ident, flags, parentFlags uint8, dirs []string) error
-	dirs  int
-	start time.Time
+	dirs   int
+	start  time.Time
 }
 
 func (w *walker) walk(root string, parentFlags uint8) error {
