@@ -34,6 +34,25 @@ mkdir p/c/hooks && ln -s ../../p/q sub/.git/L && echo "L/../c" > sub/.git/common
 		steps: []string{`mkdir -p sub/.husky/_ && ln -s "$OTHER/src" sub/L && printf 'gitdir: L/../.git\n' > sub/.git &&
 printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky/_/pre-commit`},
 		dirs: []string{"sub"}},
+	{name: "a gitfile through /proc/self/cwd, the server's cwd to it and git's to git",
+		setup: func(e *env) {
+			other := filepath.Join(e.home, "other")
+			os.MkdirAll(other, 0o755)
+			e.own(other)
+			userRepo(e)
+			for _, args := range [][]string{{"init", "-q", other}, {"-C", other, "config", "core.hooksPath", ".husky/_"}} {
+				if out, err := e.gitTry(args...); err != nil {
+					e.t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+		},
+		steps: []string{`mkdir -p sub/.husky/_ && ln -s "$OTHER" sub/L && printf 'gitdir: /proc/self/cwd/L/.git\n' > sub/.git &&
+printf '#!/bin/sh\n%s\n' "$PWN" > sub/.husky/_/pre-commit && chmod +x sub/.husky/_/pre-commit`},
+		dirs: []string{"sub"}},
+	{name: "a commondir ending in CR LF", setup: userRepo,
+		steps: []string{`git init -q sub && git -C sub commit -q --allow-empty -m s && mkdir c && mv sub/.git/objects sub/.git/refs c/ && mkdir sub/.git/refs &&
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = "%s"\n' "$PWN" > c/config && printf '../../c\r\n' > sub/.git/commondir && git add sub`},
+		dirs: []string{"sub"}},
 	{name: "hooks of a repository that holds the workspace (a monorepo's package, with husky)",
 		setup: func(e *env) {
 			for _, args := range [][]string{{"init", "-q", e.home}, {"-C", e.home, "config", "core.hooksPath", "proj/.husky/_"}} {
