@@ -308,7 +308,11 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				continue // the user's own, or nothing there
 			}
 			// Never read to tell: whatever is there, the note is the same.
-			return []verdict{{why: "it points outside the writable roots, where the sandbox cannot tell what the user's own git would run", whole: true}}
+			const why = "it points outside the writable roots, where the sandbox cannot tell what the user's own git would run"
+			if e.from != "" {
+				return []verdict{{why: why, el: element{role: e.role, path: e.from}}}
+			}
+			return []verdict{{why: why, whole: true}}
 		}
 		var why string
 		switch {
@@ -332,6 +336,9 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		why += ", which the user's own git would run outside the sandbox"
 		// A work tree is never moved aside itself: it holds the user's
 		// files, and the repository that names it is what is planted.
+		if e.from != "" {
+			return []verdict{{why: why, el: element{role: e.role, path: e.from}}}
+		}
 		if newCand || e.role == roleEntry || e.role == roleGitdir || e.role == roleWorktree {
 			return []verdict{{why: why, whole: true}}
 		}

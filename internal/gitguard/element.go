@@ -54,6 +54,10 @@ type element struct {
 	// wtConfig marks a git directory's config.worktree, which has a
 	// stand-in while calls run where it is absent.
 	wtConfig bool
+	// from is, for a linked worktree's work tree, the gitdir file that
+	// names it: what is moved aside when the work tree must not be used
+	// (git worktree repair and prune read every such file).
+	from string
 }
 
 // candidate is a place where git finds a repository: entry is dir/.git (of
@@ -211,6 +215,15 @@ func (r *resolver) resolve(c candidate) []element {
 	if len(coreWorktrees) > 0 {
 		worktrees = nil
 	}
+	// A linked worktree's git directory (.git/worktrees/ID) names its
+	// work tree's .git file in gitdir: git worktree repair writes there,
+	// and git worktree remove deletes the directory holding it.
+	if wt, ok := linkedWorktree(gitdir); ok {
+		out = append(out, wt)
+		if wt.odd == "" {
+			worktrees = append(worktrees, wt.path)
+		}
+	}
 	for _, v := range coreWorktrees {
 		wt := element{role: roleWorktree}
 		switch p, err := r.configPath(v, gitdir); {
@@ -257,6 +270,45 @@ func (r *resolver) resolve(c candidate) []element {
 		}
 	}
 	return out
+}
+
+// linkedWorktree reads gitdir/gitdir, which a linked worktree's git
+// directory holds: the path of its work tree's .git file (relative to
+// gitdir if not absolute). The element is the work tree, the directory
+// holding that file.
+func linkedWorktree(gitdir string) (element, bool) {
+	path := filepath.Join(gitdir, "gitdir")
+	e := element{role: roleWorktree, path: path}
+	id, err := lstatIdent(path)
+	switch {
+	case err != nil:
+		e.odd = err.Error()
+		return e, true
+	case !id.exists():
+		return e, false
+	}
+	b, _, err := readRegular(path, maxGitfileBytes)
+	if err != nil {
+		e.odd = err.Error()
+		return e, true
+	}
+	p := strings.TrimRight(string(b), "\r\n")
+	if p == "" || strings.ContainsRune(p, 0) {
+		e.odd = "a linked worktree's gitdir holds no path"
+		return e, true
+	}
+	dotgit, err := canonical(under(gitdir, p))
+	if err != nil {
+		e.odd = err.Error()
+		return e, true
+	}
+	e.path, e.from = filepath.Dir(dotgit), path
+	wid, err := lstatIdent(e.path)
+	e.id = ident{Kind: wid.Kind, Dev: wid.Dev, Ino: wid.Ino}
+	if err != nil {
+		e.odd = err.Error()
+	}
+	return e, true
 }
 
 // entry reads a .git entry: a directory is the git directory; a file says

@@ -225,3 +225,38 @@ func TestTooDeepForGit(t *testing.T) {
 		}
 	}
 }
+
+// A linked worktree's git directory planted in the user's repository,
+// whose gitdir names a directory outside: git worktree repair would write
+// a .git file there, git worktree remove --force delete it. It is moved
+// aside, and repair writes nothing outside.
+func TestLinkedWorktreeOutside(t *testing.T) {
+	const plant = `git commit -q --allow-empty -m u && mkdir -p .git/worktrees/x && echo ../.. > .git/worktrees/x/commondir &&
+git rev-parse HEAD > .git/worktrees/x/HEAD && echo "$OUT/.git" > .git/worktrees/x/gitdir`
+	for _, guarded := range []bool{false, true} {
+		f := newFixture(t)
+		out := filepath.Join(filepath.Dir(f.root), "outside")
+		os.Mkdir(out, 0o755)
+		f.sh("git init -q")
+		script := strings.ReplaceAll(plant, "$OUT", out)
+		var notes []string
+		if guarded {
+			f.start()
+			notes = f.call(script)
+		} else {
+			f.sh(script)
+		}
+		cmd := exec.Command(f.git, "-C", f.root, "worktree", "repair")
+		cmd.Env = f.env()
+		cmd.Run()
+		_, err := os.Lstat(filepath.Join(out, ".git"))
+		switch {
+		case !guarded && err != nil:
+			t.Fatal("control: git worktree repair wrote nothing outside; the planting tests nothing")
+		case guarded && err == nil:
+			t.Errorf("git worktree repair wrote %s/.git; notes %q", out, notes)
+		case guarded && !strings.Contains(strings.Join(notes, "\n"), "moved .git/worktrees/x/gitdir aside"):
+			t.Errorf("notes %q", notes)
+		}
+	}
+}
