@@ -303,6 +303,18 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			continue
 		}
 		redirect := e.role == roleEntry || e.role == roleGitdir || e.role == roleCommondir || e.role == roleWorktree
+		if (kind == outside || e.odd != "") && e.raw != "" && !newCand {
+			// A trusted repository's own redirection, now out or
+			// unreadable: through a symlink a command put in its way.
+			// That symlink goes, not the user's repository.
+			if l := g.linkInRoot(e.raw); l != "" {
+				// The note names what is outside no more than the
+				// command that made the link knows.
+				what := map[role]string{roleHooksPath: "core.hooksPath", roleWorktree: "work tree"}[e.role]
+				out = append(out, verdict{why: "its " + what + " now leads through " + g.show(l) + ", a symbolic link, out of the writable roots or nowhere git can read", el: element{path: l}})
+				continue
+			}
+		}
 		if kind == outside {
 			if e.user || !e.id.exists() && !redirect {
 				continue // the user's own, or nothing there
@@ -345,6 +357,35 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		out = append(out, verdict{why: why, el: e})
 	}
 	return out
+}
+
+// linkInRoot returns the first symlink on raw, a path as git opens it,
+// when it lies in a root: taken lexically up to it, which is where the
+// kernel takes it too. "" if none, or if the first is outside the roots.
+func (g *Guard) linkInRoot(raw string) string {
+	cur := "/"
+	for _, c := range strings.Split(raw, "/") {
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		id, err := lstatIdent(next)
+		switch {
+		case err != nil || !id.exists():
+			return ""
+		case id.isLink():
+			if k, _, _ := g.place(next); k == inside {
+				return next
+			}
+			return ""
+		}
+		cur = next
+	}
+	return ""
 }
 
 // unjudged is what is moved aside when there is no time left to judge: the

@@ -54,6 +54,9 @@ type element struct {
 	// wtConfig marks a git directory's config.worktree, which has a
 	// stand-in while calls run where it is absent.
 	wtConfig bool
+	// raw is a redirection's path as git opens it (a core.hooksPath, a
+	// core.worktree), before any symlink on it is followed.
+	raw string
 	// from is, for a linked worktree's work tree, the gitdir file that
 	// names it: what is moved aside when the work tree must not be used
 	// (git worktree repair and prune read every such file).
@@ -225,7 +228,7 @@ func (r *resolver) resolve(c candidate) []element {
 		}
 	}
 	for _, v := range coreWorktrees {
-		wt := element{role: roleWorktree}
+		wt := element{role: roleWorktree, raw: r.expand(v, gitdir)}
 		switch p, err := r.configPath(v, gitdir); {
 		case err != nil:
 			wt.path, wt.odd = p, err.Error()
@@ -243,17 +246,18 @@ func (r *resolver) resolve(c candidate) []element {
 		}
 		out = append(out, wt)
 	}
-	addHooks := func(ro role, p string, user bool) {
+	addHooks := func(ro role, p string, user bool, raw string) {
 		for i := 0; i <= maxIncludeDepth && p != "" && !seen[p]; i++ {
 			seen[p] = true
 			var e element
 			e, p = r.hooks(ro, p)
-			e.user = user
+			e.user, e.raw = user, raw
+			raw = ""
 			out = append(out, e)
 		}
 	}
 	n := len(out)
-	addHooks(roleHooks, filepath.Join(common, "hooks"), false)
+	addHooks(roleHooks, filepath.Join(common, "hooks"), false, "")
 	if len(out) > n {
 		out[n].main = true
 	}
@@ -262,9 +266,9 @@ func (r *resolver) resolve(c candidate) []element {
 			for _, wt := range worktrees {
 				switch p, err := r.configPath(h, wt); {
 				case err != nil:
-					out = append(out, element{role: roleHooksPath, path: p, odd: err.Error(), user: i == 1})
+					out = append(out, element{role: roleHooksPath, path: p, odd: err.Error(), user: i == 1, raw: r.expand(h, wt)})
 				case p != "":
-					addHooks(roleHooksPath, p, i == 1)
+					addHooks(roleHooksPath, p, i == 1, r.expand(h, wt))
 				}
 			}
 		}
@@ -539,23 +543,33 @@ func (r *resolver) openedDir(v, dir, p string) string {
 // cannot be resolved safely gives an error, with the path as written, for
 // an element that says so.
 func (r *resolver) configPath(v, base string) (string, error) {
+	x := r.expand(v, base)
+	if x == "" {
+		return "", nil
+	}
+	p, err := canonical(x)
+	if err != nil {
+		return filepath.Clean(x), err
+	}
+	return p, nil
+}
+
+// expand is a config value's path as git opens it, unresolved: "~/" is
+// the user's home, a relative path is taken from base; "" for values git
+// would not resolve to a file here.
+func (r *resolver) expand(v, base string) string {
 	switch {
 	case v == "":
-		return "", nil
+		return ""
 	case v == "~" || strings.HasPrefix(v, "~/"):
 		if r.home == "" {
-			return "", nil
+			return ""
 		}
 		v = r.home + "/" + strings.TrimPrefix(strings.TrimPrefix(v, "~"), "/")
 	case strings.HasPrefix(v, "~"), strings.HasPrefix(v, "%(prefix)/"):
-		return "", nil
+		return ""
 	}
-	v = under(base, v)
-	p, err := canonical(v)
-	if err != nil {
-		return filepath.Clean(v), err
-	}
-	return p, nil
+	return under(base, v)
 }
 
 // canonical resolves p as the kernel does when git opens it: component by

@@ -574,10 +574,11 @@ func TestWorktreeOutsideIsMovedAside(t *testing.T) {
 			"moved sub/.git aside"},
 		{"through a symlink", []string{`ln -s "$OUT" l && git init -q sub && git -C sub config core.worktree ../../l`},
 			"moved sub/.git aside"},
+		// A trusted repository's own setting: the symlink goes, not it.
 		{"a symlink swapped in later", []string{
 			`mkdir w && git init -q sub && git -C sub config core.worktree ../../w`,
 			`rmdir w && ln -s "$OUT" w`},
-			"moved sub/.git aside"},
+			"moved w aside to w.quarantined-by-nanosandbox: its work tree now leads through w, a symbolic link"},
 		{"outside in config, a harmless one in config.worktree, which git reads only with the extension on",
 			[]string{`git init -q sub && git -C sub config core.worktree "$OUT" && printf '[core]\n\tworktree = ..\n' > sub/.git/config.worktree`},
 			"moved sub/.git aside"},
@@ -609,7 +610,10 @@ func TestWorktreeOutsideIsMovedAside(t *testing.T) {
 			if !strings.Contains(got, tt.note) {
 				t.Errorf("notes %q, want one containing %q", got, tt.note)
 			}
-			if _, err := os.Lstat(filepath.Join(f.root, "sub/.git")); err == nil {
+			if strings.Contains(got, out) {
+				t.Errorf("notes %q name the directory outside", got)
+			}
+			if _, err := os.Lstat(filepath.Join(f.root, "sub/.git")); err == nil && strings.Contains(tt.note, "sub/.git") {
 				t.Error("sub/.git is still there")
 			}
 		})

@@ -260,3 +260,49 @@ git rev-parse HEAD > .git/worktrees/x/HEAD && echo "$OUT/.git" > .git/worktrees/
 		}
 	}
 }
+
+// A symlink a command puts in the way of a trusted repository's own
+// redirection (husky's relative core.hooksPath, absent after git clean)
+// is moved aside, not the repository: one that loops, one that leads to
+// another project's hooks outside, and one in the way of a repository
+// that holds the workspace.
+func TestPlantedSymlinkOnTrustedRedirection(t *testing.T) {
+	const other = `git init -q ../other && mkdir -p ../other/.husky/_ && printf '#!/bin/sh\n%s\n' "$PWN" > ../other/.husky/_/pre-commit && chmod +x ../other/.husky/_/pre-commit`
+	for _, tt := range []struct {
+		name, setup, attack, dir string
+		control                  bool // the attack runs code unguarded
+	}{
+		{"a loop", "git init -q && git config core.hooksPath .husky/_", "ln -s .husky .husky", ".", false},
+		{"to another project's hooks", "git init -q && git config core.hooksPath .husky/_ && " + other,
+			`ln -s "$(cd ../other && pwd)/.husky" .husky`, ".", true},
+		{"in the way of a repository holding the workspace", "git init -q .. && git -C .. config core.hooksPath ws/.husky/_ && " + other,
+			`ln -s "$(cd ../other && pwd)/.husky" .husky`, "..", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.control {
+				ctl := newFixture(t)
+				ctl.sh(tt.setup)
+				ctl.sh(tt.attack)
+				if !ctl.userGit(tt.dir) {
+					t.Fatal("control: the hooks do not run")
+				}
+			}
+			f := newFixture(t)
+			f.sh(tt.setup)
+			f.start()
+			notes := f.call(tt.attack)
+			if f.userGit(tt.dir) {
+				t.Errorf("hooks ran: %q", notes)
+			}
+			if !strings.Contains(strings.Join(notes, "\n"), "moved .husky aside") {
+				t.Errorf("notes %q, want .husky moved aside", notes)
+			}
+			if _, err := os.Lstat(filepath.Join(f.root, tt.dir, ".git")); err != nil {
+				t.Errorf("the user's repository is gone: %v", err)
+			}
+			if _, err := f.g.Begin(); err != nil {
+				t.Errorf("the next call is refused: %v", err)
+			}
+		})
+	}
+}
