@@ -484,7 +484,13 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 		}
 	}
 	g.logf("git guard: moved %s aside to %s: %s", target, moved, v.why)
-	return fmt.Sprintf("git: moved %s aside to %s: %s", g.show(target), g.show(moved), v.why), true
+	note := fmt.Sprintf("git: moved %s aside to %s: %s", g.show(target), g.show(moved), v.why)
+	if v.whole && !cand.bare {
+		// Without it, git run there finds the repository above, if
+		// any: commits would land in the user's.
+		note += "; git run there now uses the repository that holds it, if any"
+	}
+	return note, true
 }
 
 // moveAside is renameAside; tests replace it to see what a failure does.
