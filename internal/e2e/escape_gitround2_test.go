@@ -1,6 +1,10 @@
 package e2e
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // Plantings from the second red-team run that held, each with its control
 // (runPlantAttack): the fixes of the first run, attacked again.
@@ -9,7 +13,13 @@ var round2PlantAttacks = []plantAttack{
 		steps: []string{`git init -q q && git -C q commit -q --allow-empty -m s && git -C q config core.fsmonitor "$PWN" &&
 touch q/.git.quarantined-by-nanosandbox && i=1 && while [ $i -lt 100 ]; do touch q/.git.quarantined-by-nanosandbox-$i; i=$((i+1)); done && git add q`},
 		dirs: []string{"q"}},
-	{name: "the planted repository's parent made read-only", setup: userRepo,
+	{name: "the planted repository's parent made read-only",
+		setup: func(e *env) {
+			userRepo(e)
+			// Writable again for the temporary directory's removal, which
+			// as a user other than root could not enter it.
+			e.t.Cleanup(func() { os.Chmod(filepath.Join(e.ws, "d"), 0o755) })
+		},
 		steps: []string{`mkdir d && git init -q d/in && git -C d/in commit -q --allow-empty -m s && git -C d/in config core.fsmonitor "$PWN" && chmod 0500 d`},
 		dirs:  []string{"d/in"}},
 	{name: "the hooks path of a repository holding the workspace, absent, made through a symlink",
