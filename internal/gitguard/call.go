@@ -3,6 +3,7 @@ package gitguard
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -98,6 +99,9 @@ func (g *Guard) Begin() (*Call, error) {
 		call.Protect = append(call.Protect, p)
 	}
 	sort.Slice(call.Protect, func(i, j int) bool { return call.Protect[i].Path < call.Protect[j].Path })
+	if g.running == 0 {
+		g.since = time.Now().Add(-time.Second).UnixNano() // a second early: coarse clocks
+	}
 	g.running++
 	g.journal.begin(g.scanRoots())
 	return call, nil
@@ -303,15 +307,18 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			continue
 		}
 		redirect := e.role == roleEntry || e.role == roleGitdir || e.role == roleCommondir || e.role == roleWorktree
-		if (kind == outside || e.odd != "") && e.raw != "" && !newCand {
-			// A trusted repository's own redirection, now out or
-			// unreadable: through a symlink a command put in its way.
-			// That symlink goes, not the user's repository.
-			if l := g.linkInRoot(e.raw); l != "" {
+		if (kind == outside || e.odd != "") && e.raw != "" && (!newCand || e.user) {
+			// The user's own redirection (of a trusted repository, or
+			// their global or enclosing config), now out or unreadable
+			// through symlinks made while calls ran: those go, not the
+			// repository, and not a symlink of the user's on the way.
+			if links := g.plantedLinks(e.raw); len(links) > 0 {
 				// The note names what is outside no more than the
-				// command that made the link knows.
+				// command that made the links knows.
 				what := map[role]string{roleHooksPath: "core.hooksPath", roleWorktree: "work tree"}[e.role]
-				out = append(out, verdict{why: "its " + what + " now leads through " + g.show(l) + ", a symbolic link, out of the writable roots or nowhere git can read", el: element{path: l}})
+				for _, l := range links {
+					out = append(out, verdict{why: "its " + what + " now leads through " + g.show(l) + ", a symbolic link made while a call ran, out of the writable roots or nowhere git can read", el: element{path: l}})
+				}
 				continue
 			}
 		}
@@ -359,12 +366,16 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 	return out
 }
 
-// linkInRoot returns the first symlink on raw, a path as git opens it,
-// when it lies in a root: taken lexically up to it, which is where the
-// kernel takes it too. "" if none, or if the first is outside the roots.
-func (g *Guard) linkInRoot(raw string) string {
+// plantedLinks returns the symlinks the kernel meets on raw, a path as git
+// opens it, that lie in a root and were made since the calls running
+// began (g.since): a command's, not the user's.
+func (g *Guard) plantedLinks(raw string) []string {
+	var out []string
+	rest := strings.Split(raw, "/")
 	cur := "/"
-	for _, c := range strings.Split(raw, "/") {
+	for links := 0; len(rest) > 0; {
+		c := rest[0]
+		rest = rest[1:]
 		switch c {
 		case "", ".":
 			continue
@@ -376,16 +387,27 @@ func (g *Guard) linkInRoot(raw string) string {
 		id, err := lstatIdent(next)
 		switch {
 		case err != nil || !id.exists():
-			return ""
+			return out
 		case id.isLink():
-			if k, _, _ := g.place(next); k == inside {
-				return next
+			if links++; links > 40 {
+				return out
 			}
-			return ""
+			if k, _, _ := g.place(next); k == inside && bornSince(next, g.since) && !slices.Contains(out, next) {
+				out = append(out, next)
+			}
+			to, err := readLink(next)
+			if err != nil {
+				return out
+			}
+			if filepath.IsAbs(to) {
+				cur = "/"
+			}
+			rest = append(strings.Split(to, "/"), rest...)
+		default:
+			cur = next
 		}
-		cur = next
 	}
-	return ""
+	return out
 }
 
 // unjudged is what is moved aside when there is no time left to judge: the
@@ -534,6 +556,7 @@ func sortedKeys(m map[candidate][]element) []candidate {
 // commondir). The user's own changes after the crash can be judged too:
 // the price of not trusting what nobody checked. It returns the notes.
 func (g *Guard) recover(since int64) []string {
+	g.since = since // what the killed call may have made
 	if err := g.refresh(); err != nil {
 		g.logf("git guard: %v", err)
 		return nil

@@ -228,13 +228,11 @@ func (r *resolver) resolve(c candidate) []element {
 		}
 	}
 	for _, v := range coreWorktrees {
-		wt := element{role: roleWorktree, raw: r.expand(v, gitdir)}
-		switch p, err := r.configPath(v, gitdir); {
+		// Taken as git takes it: from the git directory, "~" and all.
+		wt := element{role: roleWorktree, raw: under(gitdir, v)}
+		switch p, err := canonical(wt.raw); {
 		case err != nil:
-			wt.path, wt.odd = p, err.Error()
-		case p == "":
-			wt.path = filepath.Join(gitdir, "config")
-			wt.odd = "core.worktree names a path the sandbox cannot resolve: " + v
+			wt.path, wt.odd = filepath.Clean(wt.raw), err.Error()
 		default:
 			worktrees = append(worktrees, p)
 			wt.path = p
@@ -277,12 +275,13 @@ func (r *resolver) resolve(c candidate) []element {
 }
 
 // linkedWorktree reads gitdir/gitdir, which a linked worktree's git
-// directory holds: the path of its work tree's .git file (relative to
-// gitdir if not absolute). The element is the work tree, the directory
-// holding that file.
+// directory holds: the path of its work tree's .git file, which git reads
+// with trailing white space dropped and "/.git" taken off. The element is
+// the work tree. A relative path, which versions of git read from
+// different places, cannot be judged.
 func linkedWorktree(gitdir string) (element, bool) {
 	path := filepath.Join(gitdir, "gitdir")
-	e := element{role: roleWorktree, path: path}
+	e := element{role: roleWorktree, path: path, from: path}
 	id, err := lstatIdent(path)
 	switch {
 	case err != nil:
@@ -296,17 +295,21 @@ func linkedWorktree(gitdir string) (element, bool) {
 		e.odd = err.Error()
 		return e, true
 	}
-	p := strings.TrimRight(string(b), "\r\n")
-	if p == "" || strings.ContainsRune(p, 0) {
+	p := strings.TrimRight(string(b), " \t\r\n\v\f")
+	switch {
+	case p == "" || strings.ContainsRune(p, 0):
 		e.odd = "a linked worktree's gitdir holds no path"
 		return e, true
+	case !filepath.IsAbs(p):
+		e.odd = "a linked worktree's gitdir holds a relative path"
+		return e, true
 	}
-	dotgit, err := canonical(under(gitdir, p))
+	wt, err := canonical(strings.TrimSuffix(p, "/.git"))
 	if err != nil {
 		e.odd = err.Error()
 		return e, true
 	}
-	e.path, e.from = filepath.Dir(dotgit), path
+	e.path = wt
 	wid, err := lstatIdent(e.path)
 	e.id = ident{Kind: wid.Kind, Dev: wid.Dev, Ino: wid.Ino}
 	if err != nil {

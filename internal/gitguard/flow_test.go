@@ -582,6 +582,10 @@ func TestWorktreeOutsideIsMovedAside(t *testing.T) {
 		{"outside in config, a harmless one in config.worktree, which git reads only with the extension on",
 			[]string{`git init -q sub && git -C sub config core.worktree "$OUT" && printf '[core]\n\tworktree = ..\n' > sub/.git/config.worktree`},
 			"moved sub/.git aside"},
+		// Git takes "~/" in core.worktree from the git directory, as
+		// any relative path: no home in it.
+		{"a tilde, which git does not expand there", []string{`git init -q sub && ln -s "$OUT" 'sub/.git/~' && git -C sub config core.worktree '~/'`},
+			"moved sub/.git aside"},
 		{"inside, as a submodule's", []string{`mkdir w && git init -q sub && git -C sub config core.worktree ../../w`}, ""},
 		{"inside, absent", []string{`git init -q sub && git -C sub config core.worktree ../../w`}, ""},
 	} {

@@ -89,6 +89,9 @@ type Guard struct {
 	// budget, before those commands made and a call trusted.
 	user    map[candidate]bool
 	running int
+	// since is when the calls running began (a second early): what was
+	// made after it, a command may have made.
+	since   int64
 	ph      placeholders
 	broken  error // why the roots cannot be checked; calls are refused
 	journal *journal

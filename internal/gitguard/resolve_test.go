@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCanonicalAsTheKernel checks that paths read from a writable root are
@@ -232,32 +233,46 @@ func TestTooDeepForGit(t *testing.T) {
 // aside, and repair writes nothing outside.
 func TestLinkedWorktreeOutside(t *testing.T) {
 	const plant = `git commit -q --allow-empty -m u && mkdir -p .git/worktrees/x && echo ../.. > .git/worktrees/x/commondir &&
-git rev-parse HEAD > .git/worktrees/x/HEAD && echo "$OUT/.git" > .git/worktrees/x/gitdir`
-	for _, guarded := range []bool{false, true} {
-		f := newFixture(t)
-		out := filepath.Join(filepath.Dir(f.root), "outside")
-		os.Mkdir(out, 0o755)
-		f.sh("git init -q")
-		script := strings.ReplaceAll(plant, "$OUT", out)
-		var notes []string
-		if guarded {
-			f.start()
-			notes = f.call(script)
-		} else {
-			f.sh(script)
+git rev-parse HEAD > .git/worktrees/x/HEAD && GITDIR > .git/worktrees/x/gitdir`
+	for _, tt := range []struct{ name, gitdir string }{
+		{"absolute", `echo "$OUT/.git"`},
+		// Git drops trailing white space, and "/.git" if it is there:
+		// L itself is the work tree.
+		{"a trailing space and no /.git", `ln -s "$OUT" L && printf '%s/L \n' "$PWD"`},
+		// Read from the work tree's top by git 2.39, from the git
+		// directory by others: not judged, moved aside.
+		{"relative", `echo ../outside/.git`},
+	} {
+		for _, guarded := range []bool{false, true} {
+			testLinkedWorktree(t, tt.name, strings.ReplaceAll(plant, "GITDIR", tt.gitdir), guarded)
 		}
-		cmd := exec.Command(f.git, "-C", f.root, "worktree", "repair")
-		cmd.Env = f.env()
-		cmd.Run()
-		_, err := os.Lstat(filepath.Join(out, ".git"))
-		switch {
-		case !guarded && err != nil:
-			t.Fatal("control: git worktree repair wrote nothing outside; the planting tests nothing")
-		case guarded && err == nil:
-			t.Errorf("git worktree repair wrote %s/.git; notes %q", out, notes)
-		case guarded && !strings.Contains(strings.Join(notes, "\n"), "moved .git/worktrees/x/gitdir aside"):
-			t.Errorf("notes %q", notes)
-		}
+	}
+}
+
+func testLinkedWorktree(t *testing.T, name, plant string, guarded bool) {
+	f := newFixture(t)
+	out := filepath.Join(filepath.Dir(f.root), "outside")
+	os.Mkdir(out, 0o755)
+	f.sh("git init -q")
+	script := strings.ReplaceAll(plant, "$OUT", out)
+	var notes []string
+	if guarded {
+		f.start()
+		notes = f.call(script)
+	} else {
+		f.sh(script)
+	}
+	cmd := exec.Command(f.git, "-C", f.root, "worktree", "repair")
+	cmd.Env = f.env()
+	cmd.Run()
+	_, err := os.Lstat(filepath.Join(out, ".git"))
+	switch {
+	case !guarded && err != nil:
+		t.Fatalf("%s: control: git worktree repair wrote nothing outside; the planting tests nothing", name)
+	case guarded && err == nil:
+		t.Errorf("%s: git worktree repair wrote %s/.git; notes %q", name, out, notes)
+	case guarded && !strings.Contains(strings.Join(notes, "\n"), "moved .git/worktrees/x/gitdir aside"):
+		t.Errorf("%s: notes %q", name, notes)
 	}
 }
 
@@ -305,4 +320,57 @@ func TestPlantedSymlinkOnTrustedRedirection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Symlinks on the user's own redirection: one the user made is kept, one
+// a call made goes (B2); and a new repository's hooks, found through the
+// user's relative global core.hooksPath, that a symlink leads to another
+// project's are not run (B3).
+func TestPlantedLinksOnly(t *testing.T) {
+	const other = `git init -q ../other && mkdir -p ../other/.husky/_ ../other/.githooks && printf '#!/bin/sh\n%s\n' "$PWN" > ../other/.husky/_/pre-commit &&
+cp ../other/.husky/_/pre-commit ../other/.githooks/ && chmod +x ../other/.husky/_/pre-commit ../other/.githooks/pre-commit`
+	t.Run("the user's own symlink stays", func(t *testing.T) {
+		setup := "git init -q && git config core.hooksPath .husky/_ && mkdir hk && ln -s hk .husky && " + other
+		attack := `ln -s "$(cd ../other && pwd)/.husky/_" hk/_`
+		ctl := newFixture(t)
+		ctl.sh(setup)
+		ctl.sh(attack)
+		if !ctl.userGit(".") {
+			t.Fatal("control: the hooks do not run")
+		}
+		f := newFixture(t)
+		f.sh(setup)
+		time.Sleep(1100 * time.Millisecond) // older than the calls' second of slack
+		f.start()
+		notes := f.call(attack)
+		if f.userGit(".") {
+			t.Errorf("hooks ran: %q", notes)
+		}
+		if _, err := os.Lstat(filepath.Join(f.root, ".husky")); err != nil {
+			t.Errorf("the user's own .husky symlink was moved: %v (notes %q)", err, notes)
+		}
+		if !strings.Contains(strings.Join(notes, "\n"), "moved hk/_ aside") {
+			t.Errorf("notes %q, want hk/_ moved aside", notes)
+		}
+	})
+	t.Run("a new repository through the user's global hooks path", func(t *testing.T) {
+		attack := `git init -q sub && ln -s "$(cd ../other && pwd)/.githooks" sub/.githooks`
+		var fs []*fixture
+		for range 2 {
+			f := newFixture(t)
+			os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+			f.sh("git init -q && " + other)
+			fs = append(fs, f)
+		}
+		fs[0].sh(attack)
+		if !fs[0].userGit("sub") {
+			t.Fatal("control: the hooks do not run")
+		}
+		f := fs[1]
+		f.start()
+		notes := f.call(attack)
+		if f.userGit("sub") {
+			t.Errorf("hooks ran: %q", notes)
+		}
+	})
 }
