@@ -4,17 +4,21 @@
 // The user's git, run later outside any sandbox, obeys the git directories
 // it finds: their config (core.fsmonitor, filters, aliases...), their hooks,
 // and whatever those redirect to (gitfiles, commondir, includes,
-// core.hooksPath). A [Guard] finds every git directory that git could enter
-// from any path below a writable root, the way git finds them: a ".git" of
-// any kind at any depth, and any directory git would take for a bare
-// repository. It follows gitfiles, symlinks, commondir and includes to
-// wherever they point. Then, around every call:
+// core.hooksPath), and writes and deletes in their work trees (core.worktree,
+// a linked worktree's gitdir). A [Guard] finds every git directory that git
+// could enter from any path below a writable root, the way git finds them:
+// a ".git" of any kind at any depth (object stores included, any case), any
+// directory git would take for a bare repository, and the repositories that
+// hold a root. It follows gitfiles, symlinks, commondir, includes and work
+// trees to wherever they point, resolving each path as the kernel does for
+// git (never as text, never through /proc). Then, around every call:
 //
 //   - [Guard.Begin] lists what must be read-only for the call: every part of
 //     a trusted git directory through which git would run code (config,
 //     hooks, redirections, included files, core.hooksPath), plus stand-ins
 //     inside git directories for the absent ones that git would read at
-//     once (hooks/, commondir), so that they cannot be created.
+//     once (hooks/, commondir, config.worktree), so that they cannot be
+//     created.
 //   - [Call.End], once every process of the call is gone and before its
 //     result is returned, compares every git directory with what was
 //     trusted. What is new or changed is judged by the host's own git
