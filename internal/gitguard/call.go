@@ -371,42 +371,11 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 // began (g.since): a command's, not the user's.
 func (g *Guard) plantedLinks(raw string) []string {
 	var out []string
-	rest := strings.Split(raw, "/")
-	cur := "/"
-	for links := 0; len(rest) > 0; {
-		c := rest[0]
-		rest = rest[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
+	resolvePath(raw, func(l string) {
+		if k, _, _ := g.place(l); k == inside && bornSince(l, g.since) && !slices.Contains(out, l) {
+			out = append(out, l)
 		}
-		next := filepath.Join(cur, c)
-		id, err := lstatIdent(next)
-		switch {
-		case err != nil || !id.exists():
-			return out
-		case id.isLink():
-			if links++; links > 40 {
-				return out
-			}
-			if k, _, _ := g.place(next); k == inside && bornSince(next, g.since) && !slices.Contains(out, next) {
-				out = append(out, next)
-			}
-			to, err := readLink(next)
-			if err != nil {
-				return out
-			}
-			if filepath.IsAbs(to) {
-				cur = "/"
-			}
-			rest = append(strings.Split(to, "/"), rest...)
-		default:
-			cur = next
-		}
-	}
+	})
 	return out
 }
 

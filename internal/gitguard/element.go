@@ -583,7 +583,11 @@ func (r *resolver) expand(v, base string) string {
 // rest is kept as written, unless it climbs back with "..", which the
 // kernel could not resolve and the guard will not guess: an error, as a
 // loop of symlinks is.
-func canonical(p string) (string, error) {
+func canonical(p string) (string, error) { return resolvePath(p, nil) }
+
+// resolvePath is canonical, calling link, if set, with each symlink it
+// meets on the way, before following it.
+func resolvePath(p string, link func(string)) (string, error) {
 	if !filepath.IsAbs(p) {
 		return "", fmt.Errorf("resolve %q: not an absolute path", p)
 	}
@@ -618,6 +622,9 @@ func canonical(p string) (string, error) {
 		case id.isLink():
 			if links++; links > maxLinks {
 				return "", fmt.Errorf("resolve %q: too many levels of symbolic links", p)
+			}
+			if link != nil {
+				link(next)
 			}
 			to, err := readLink(next)
 			if err != nil {
