@@ -43,8 +43,18 @@ func (g *Guard) Begin() (*Call, error) {
 		return nil, fmt.Errorf("the writable roots cannot be checked for git repositories: %w", err)
 	}
 	g.recoverOrphans()
+	if g.unjudged != 0 {
+		// The end of earlier calls could not check the roots: what was
+		// made since they began is judged now, not trusted as the user's.
+		g.pending = append(g.pending, g.removeUntrusted()...)
+		g.pending = append(g.pending, g.recover(g.unjudged, "made by a call whose end could not check it")...)
+		g.unjudged = 0
+	}
 	if err := g.retryUnmovable(); err != nil {
 		return nil, err
+	}
+	if g.running == 0 {
+		g.trustLinks() // what the finders found while no call ran: the user's
 	}
 	cur := g.resolveAll()
 	if g.running == 0 {
@@ -197,10 +207,13 @@ func (c *Call) end(judge bool) []string {
 	}
 	if err := g.refresh(); err != nil {
 		g.logf("git guard: %v", err)
+		if g.unjudged == 0 || g.since < g.unjudged {
+			g.unjudged = g.since
+		}
 		return []string{"the sandbox could not check the writable roots for git repositories after this call (" + err.Error() + "): tell the user not to run git there until it can; later calls are refused until then"}
 	}
 	last := g.running == 1
-	notes := g.pending
+	notes := append(g.pending, g.removeUntrusted()...)
 	g.pending = nil
 	began := time.Now()
 	for round := 0; round < 5; round++ {
@@ -523,15 +536,19 @@ func sortedKeys(m map[candidate][]element) []candidate {
 // and in the others what the call could write and was made since (a
 // config.worktree, an included file, a core.hooksPath directory, a
 // commondir). The user's own changes after the crash can be judged too:
-// the price of not trusting what nobody checked. It returns the notes.
-func (g *Guard) recover(since int64) []string {
+// the price of not trusting what nobody checked. It returns the notes,
+// each saying why it comes late (left, what was left).
+func (g *Guard) recover(since int64, left string) []string {
 	g.since = since // what the killed call may have made
 	if err := g.refresh(); err != nil {
 		g.logf("git guard: %v", err)
 		return nil
 	}
+	notes := g.removeSince(since)
+	for i := range notes {
+		notes[i] += " (" + left + ")"
+	}
 	cur := g.resolveAll()
-	var notes []string
 	for _, cand := range sortedKeys(cur) {
 		els := cur[cand]
 		entry := cand.entry
@@ -577,7 +594,7 @@ func (g *Guard) recover(since int64) []string {
 		failed := false
 		for _, v := range g.judge(cand, els, changed) {
 			if note, ok := g.neutralize(cand, v); note != "" {
-				notes = append(notes, note+" (left by a call the previous server did not finish)")
+				notes = append(notes, note+" ("+left+")")
 				if !ok {
 					failed = true
 					if _, ok := g.unmovable[cand]; !ok {

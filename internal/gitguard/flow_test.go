@@ -438,9 +438,10 @@ func TestWorktreeMovesRelativeHooksPath(t *testing.T) {
 	for _, attack := range []string{
 		`mkdir -p evil/.githooks && printf '#!/bin/sh\n%s\n' "$PWN" > evil/.githooks/pre-commit && chmod +x evil/.githooks/pre-commit &&
 git init -q x && git -C x config core.worktree ../../evil`,
-		// "L/../w" is beside L's target, as the kernel takes it, not
-		// x/.git/w as its text reads.
-		`git init -q x && mkdir -p p/q p/w/.githooks && ln -s ../../p/q x/.git/L && git -C x config core.worktree L/../w &&
+		// "../L/../w" is beside L's target, as the kernel takes it,
+		// not x/w as its text reads. (L is in the work tree: a link in
+		// the git directory would be removed, links.go.)
+		`git init -q x && mkdir -p p/q p/w/.githooks && ln -s ../p/q x/L && git -C x config core.worktree ../L/../w &&
 printf '#!/bin/sh\n%s\n' "$PWN" > p/w/.githooks/pre-commit && chmod +x p/w/.githooks/pre-commit`,
 	} {
 		ctl := newFixture(t)
@@ -583,9 +584,10 @@ func TestWorktreeOutsideIsMovedAside(t *testing.T) {
 			[]string{`git init -q sub && git -C sub config core.worktree "$OUT" && printf '[core]\n\tworktree = ..\n' > sub/.git/config.worktree`},
 			"moved sub/.git aside"},
 		// Git takes "~/" in core.worktree from the git directory, as
-		// any relative path: no home in it.
+		// any relative path: no home in it. The way out there is a
+		// symbolic link in the git directory, which goes (links.go).
 		{"a tilde, which git does not expand there", []string{`git init -q sub && ln -s "$OUT" 'sub/.git/~' && git -C sub config core.worktree '~/'`},
-			"moved sub/.git aside"},
+			"removed sub/.git/~: a symbolic link made inside a git directory"},
 		{"inside, as a submodule's", []string{`mkdir w && git init -q sub && git -C sub config core.worktree ../../w`}, ""},
 		{"inside, absent", []string{`git init -q sub && git -C sub config core.worktree ../../w`}, ""},
 	} {
@@ -617,8 +619,11 @@ func TestWorktreeOutsideIsMovedAside(t *testing.T) {
 			if strings.Contains(got, out) {
 				t.Errorf("notes %q name the directory outside", got)
 			}
-			if _, err := os.Lstat(filepath.Join(f.root, "sub/.git")); err == nil && strings.Contains(tt.note, "sub/.git") {
+			if _, err := os.Lstat(filepath.Join(f.root, "sub/.git")); err == nil && strings.Contains(tt.note, "moved sub/.git aside") {
 				t.Error("sub/.git is still there")
+			}
+			if _, err := os.Lstat(filepath.Join(f.root, "sub/.git/~")); err == nil {
+				t.Error("sub/.git/~ is still there")
 			}
 		})
 	}

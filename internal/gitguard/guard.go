@@ -61,7 +61,31 @@ type Protection struct {
 type finder interface {
 	refresh() error
 	candidates() []candidate
+	// takeLinked returns, and forgets, the directories in git
+	// directories that may hold a symbolic link made since it was last
+	// asked (links.go).
+	takeLinked() []string
 	close()
+}
+
+// linked collects the directories a finder reports to takeLinked.
+type linked map[string]bool
+
+func (l *linked) add(dir string) {
+	if *l == nil {
+		*l = linked{}
+	}
+	(*l)[dir] = true
+}
+
+func (l *linked) take() []string {
+	out := make([]string, 0, len(*l))
+	for d := range *l {
+		out = append(out, d)
+	}
+	*l = nil
+	sort.Strings(out)
+	return out
 }
 
 // Guard protects the user's git from what commands plant. It is safe for
@@ -91,12 +115,20 @@ type Guard struct {
 	running int
 	// since is when the calls running began (a second early): what was
 	// made after it, a command may have made.
-	since   int64
-	ph      placeholders
-	broken  error // why the roots cannot be checked; calls are refused
-	journal *journal
-	pending []string // notes for the next call: what recovery did
-	watch   bool     // keep the roots watched (Watch)
+	since int64
+	// linkDirs are the directories in git directories to look in for
+	// symbolic links when a call ends, links the trusted links in them by
+	// name (links.go).
+	linkDirs map[string]bool
+	links    map[string]map[string]linkID
+	// unjudged is when the calls began whose end could not check the
+	// roots: the next call that can judges what was made since.
+	unjudged int64
+	ph       placeholders
+	broken   error // why the roots cannot be checked; calls are refused
+	journal  *journal
+	pending  []string // notes for the next call: what recovery did
+	watch    bool     // keep the roots watched (Watch)
 }
 
 type listing struct {
@@ -112,7 +144,7 @@ func (g *Guard) recoverOrphans() {
 		return
 	}
 	g.logf("git guard: a server stopped during a call begun at %s; judging the git directories made or changed since", time.Unix(0, since).Format(time.RFC3339))
-	g.pending = append(g.pending, g.recover(since)...)
+	g.pending = append(g.pending, g.recover(since, "left by a call the previous server did not finish")...)
 }
 
 // errNoWatch means the roots cannot be watched; walk them instead.
@@ -444,6 +476,7 @@ func (g *Guard) refresh() error {
 		}
 		g.find.close()
 		g.find, g.broken = f, nil
+		g.takeLinked()
 		return nil
 	}
 	err := g.find.refresh()
@@ -456,8 +489,10 @@ func (g *Guard) refresh() error {
 	}
 	if err != nil {
 		g.broken = err
+		return err
 	}
-	return err
+	g.takeLinked()
+	return nil
 }
 
 func (g *Guard) logf(format string, args ...any) {

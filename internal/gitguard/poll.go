@@ -18,6 +18,7 @@ type pollFinder struct {
 	skip  func(string) bool
 	dirs  map[string]*pollDir // nil: too many to remember; walk every time
 	found []candidate
+	links linked
 }
 
 type pollDir struct {
@@ -60,14 +61,16 @@ func (p *pollFinder) walkAll() error {
 	var found []candidate
 	now := time.Now().UnixNano()
 	var rootLen int
-	w := &walker{skip: p.skip, visit: func(path string, _ int, id ident, flags, parentFlags uint8, kids []string) error {
-		found = append(found, candidatesOf(path, flags, parentFlags)...)
+	w := &walker{skip: p.skip, visit: func(path string, _ int, st dirState, parentFlags uint8) error {
+		found = append(found, candidatesOf(path, st.flags, parentFlags)...)
+		if st.links {
+			p.links.add(path)
+		}
 		if len(dirs) >= maxPolled {
 			dirs = nil // past the budget: no memory, a walk per refresh
 		}
 		if dirs != nil {
-			dirs[path] = &pollDir{dev: id.Dev, ino: id.Ino, mtime: id.Mtime, ctime: id.Ctime, read: now,
-				flags: flags, parentFlags: parentFlags, rootLen: rootLen, kids: kids}
+			dirs[path] = newPollDir(st, now, parentFlags, rootLen)
 		}
 		return nil
 	}}
@@ -100,9 +103,12 @@ func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
 	d.parentFlags = parentFlags
 	// Read again if its times moved, or if it had changed shortly before it
 	// was read: on a filesystem with coarse timestamps a change in the same
-	// tick leaves the times as they were.
-	if d.mtime != id.Mtime || d.ctime != id.Ctime || d.read-d.ctime < int64(settle) {
-		f, nid, flags, kids, err := listOne(path, rootLen, p.skip, nil)
+	// tick leaves the times as they were. And if it came into a git
+	// directory, or left one, with no change of its own: its links
+	// matter now.
+	if d.mtime != id.Mtime || d.ctime != id.Ctime || d.read-d.ctime < int64(settle) ||
+		withGitdir(path, d.flags, parentFlags) != d.flags {
+		f, st, err := listOne(path, rootLen, parentFlags, p.skip, nil)
 		if f == nil {
 			if err == nil {
 				p.forget(path)
@@ -110,12 +116,15 @@ func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
 			return err
 		}
 		f.Close()
+		if st.links {
+			p.links.add(path)
+		}
 		old := map[string]bool{}
 		for _, k := range d.kids {
 			old[k] = true
 		}
 		now := map[string]bool{}
-		for _, k := range kids {
+		for _, k := range st.kids {
 			now[k] = true
 		}
 		for k := range old {
@@ -123,8 +132,7 @@ func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
 				p.forget(path + "/" + k)
 			}
 		}
-		*d = pollDir{dev: nid.Dev, ino: nid.Ino, mtime: nid.Mtime, ctime: nid.Ctime, read: time.Now().UnixNano(),
-			flags: flags, parentFlags: parentFlags, rootLen: rootLen, kids: kids}
+		*d = *newPollDir(st, time.Now().UnixNano(), parentFlags, rootLen)
 	}
 	for _, k := range d.kids {
 		if err := p.check(path+"/"+k, rootLen, d.flags); err != nil {
@@ -137,16 +145,23 @@ func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
 // walkNew walks a directory not seen before, remembering it.
 func (p *pollFinder) walkNew(path string, rootLen int, parentFlags uint8) error {
 	now := time.Now().UnixNano()
-	w := &walker{skip: p.skip, visit: func(path string, _ int, id ident, flags, parentFlags uint8, kids []string) error {
+	w := &walker{skip: p.skip, visit: func(path string, _ int, st dirState, parentFlags uint8) error {
 		if len(p.dirs) >= maxPolled {
 			return fmt.Errorf("%w: more than %d to remember", errTooLarge, maxPolled)
 		}
-		p.dirs[path] = &pollDir{dev: id.Dev, ino: id.Ino, mtime: id.Mtime, ctime: id.Ctime, read: now,
-			flags: flags, parentFlags: parentFlags, rootLen: rootLen, kids: kids}
+		if st.links {
+			p.links.add(path)
+		}
+		p.dirs[path] = newPollDir(st, now, parentFlags, rootLen)
 		return nil
 	}}
 	w.start = time.Now()
 	return w.walkDir(path, rootLen, parentFlags)
+}
+
+func newPollDir(st dirState, read int64, parentFlags uint8, rootLen int) *pollDir {
+	return &pollDir{dev: st.id.Dev, ino: st.id.Ino, mtime: st.id.Mtime, ctime: st.id.Ctime, read: read,
+		flags: st.flags, parentFlags: parentFlags, rootLen: rootLen, kids: st.kids}
 }
 
 // forget drops path and everything remembered below it.
@@ -171,4 +186,5 @@ func (p *pollFinder) collect() {
 }
 
 func (p *pollFinder) candidates() []candidate { return p.found }
+func (p *pollFinder) takeLinked() []string    { return p.links.take() }
 func (p *pollFinder) close()                  {}

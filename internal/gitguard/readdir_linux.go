@@ -14,12 +14,12 @@ import (
 // direntBufs holds getdents buffers: one lists about a thousand entries.
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// readDir reads the directory f with getdents, for its markers and its
-// subdirectories. The kernel gives each entry's type with its name, so a
-// file costs a comparison with the markers' names: no stat, no allocation
-// (an object store holds thousands of files). Only an entry whose type a
-// filesystem does not say (DT_UNKNOWN) costs an fstatat.
-func readDir(f *os.File) (flags uint8, dirs []string, err error) {
+// readDir reads the directory f with getdents, for its markers, its
+// subdirectories and whether it holds a symbolic link. The kernel gives each entry's type
+// with its name, so a file costs a comparison with the markers' names: no
+// stat, no allocation (an object store holds thousands of files). Only an
+// entry whose type a filesystem does not say (DT_UNKNOWN) costs an fstatat.
+func readDir(f *os.File) (flags uint8, dirs []string, links bool, err error) {
 	fd, path := int(f.Fd()), f.Name()
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
@@ -30,21 +30,21 @@ func readDir(f *os.File) (flags uint8, dirs []string, err error) {
 			continue
 		}
 		if err != nil {
-			return 0, nil, fmt.Errorf("getdents %q: %w", path, err)
+			return 0, nil, false, fmt.Errorf("getdents %q: %w", path, err)
 		}
 		if n <= 0 {
-			return flags, dirs, nil
+			return flags, dirs, links, nil
 		}
 		for b := buf[:n]; len(b) > 0; {
 			// struct linux_dirent64: ino u64, off s64, reclen u16,
 			// type u8, name, NUL-terminated.
 			const nameOff = 19
 			if len(b) < nameOff {
-				return 0, nil, fmt.Errorf("getdents %q: a short record", path)
+				return 0, nil, false, fmt.Errorf("getdents %q: a short record", path)
 			}
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 			if reclen < nameOff || reclen > len(b) {
-				return 0, nil, fmt.Errorf("getdents %q: a record of %d bytes", path, reclen)
+				return 0, nil, false, fmt.Errorf("getdents %q: a record of %d bytes", path, reclen)
 			}
 			typ, name := b[18], b[nameOff:reclen]
 			b = b[reclen:]
@@ -63,12 +63,18 @@ func readDir(f *os.File) (flags uint8, dirs []string, err error) {
 				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 					continue // gone since
 				}
-				if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				switch st.Mode & unix.S_IFMT {
+				case unix.S_IFDIR:
 					typ = unix.DT_DIR
+				case unix.S_IFLNK:
+					typ = unix.DT_LNK
 				}
 			}
-			if typ == unix.DT_DIR {
+			switch typ {
+			case unix.DT_DIR:
 				dirs = append(dirs, string(name))
+			case unix.DT_LNK:
+				links = true
 			}
 		}
 	}

@@ -24,6 +24,29 @@ const (
 
 var markers = map[string]uint8{".git": hasDotgit, "HEAD": hasHEAD, "objects": hasObjects, "refs": hasRefs, "commondir": hasCommondir}
 
+// inGitdir is no marker: it marks a directory that is a git directory or
+// lies in one, where a symbolic link is a way out (links.go).
+const inGitdir uint8 = 1 << 7
+
+// gitLike reports whether markers make a directory one git takes for a git
+// directory: as git's is_git_directory, HEAD, and objects/ and refs/ here
+// or in the directory commondir names. (HEAD with refs/ alone is a reflog
+// directory, .git/logs.)
+func gitLike(flags uint8) bool {
+	return flags&hasHEAD != 0 && (flags&hasObjects != 0 && flags&hasRefs != 0 || flags&hasCommondir != 0)
+}
+
+// withGitdir is flags with inGitdir set as the directory at path earns
+// it: named .git in any case, taken by git for a git directory, or below
+// one. It is computed again whenever a directory or its parent is read.
+func withGitdir(path string, flags, parentFlags uint8) uint8 {
+	flags &^= inGitdir
+	if parentFlags&inGitdir != 0 || gitLike(flags) || markerOf(filepath.Base(path)) == hasDotgit {
+		flags |= inGitdir
+	}
+	return flags
+}
+
 // candidatesOf lists the candidates a directory with these markers holds.
 // A ".git" directory is found as its parent's entry, not again as a bare
 // repository.
@@ -32,11 +55,7 @@ func candidatesOf(dir string, flags uint8, parentFlags uint8) []candidate {
 	if flags&hasDotgit != 0 {
 		out = append(out, candidate{entry: filepath.Join(dir, ".git")})
 	}
-	// As git's is_git_directory: HEAD, and objects/ and refs/ here or in
-	// the directory commondir names. (HEAD with refs/ alone is a reflog
-	// directory, .git/logs.)
-	gitLike := flags&hasHEAD != 0 && (flags&hasObjects != 0 && flags&hasRefs != 0 || flags&hasCommondir != 0)
-	if gitLike && !(markerOf(filepath.Base(dir)) == hasDotgit && parentFlags&hasDotgit != 0) {
+	if gitLike(flags) && !(markerOf(filepath.Base(dir)) == hasDotgit && parentFlags&hasDotgit != 0) {
 		out = append(out, candidate{entry: dir, bare: true})
 	}
 	return out
@@ -77,9 +96,18 @@ type walker struct {
 	// before it is read: a watch added then sees every entry made after
 	// the reading begins, so none falls between the two.
 	opened func(path string, fd int) error
-	visit  func(path string, fd int, id ident, flags, parentFlags uint8, dirs []string) error
+	visit  func(path string, fd int, st dirState, parentFlags uint8) error
 	dirs   int
 	start  time.Time
+}
+
+// dirState is what reading a directory tells.
+type dirState struct {
+	id    ident
+	flags uint8    // its markers, and inGitdir
+	kids  []string // the subdirectories a scan enters, sorted
+	// links: it holds a symbolic link and lies in a git directory.
+	links bool
 }
 
 func (w *walker) walk(root string, parentFlags uint8) error {
@@ -97,48 +125,48 @@ func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
 	if w.dirs%1024 == 0 && time.Since(w.start) > walkDeadline {
 		return fmt.Errorf("%w: looking at them took more than %s", errTooLarge, walkDeadline)
 	}
-	f, id, flags, kept, err := listOne(path, rootLen, w.skip, w.opened)
+	f, st, err := listOne(path, rootLen, parentFlags, w.skip, w.opened)
 	if f == nil {
 		return err
 	}
-	err = w.visit(path, int(f.Fd()), id, flags, parentFlags, kept)
+	err = w.visit(path, int(f.Fd()), st, parentFlags)
 	f.Close()
 	if err != nil {
 		return err
 	}
-	for _, d := range kept {
-		if err := w.walkDir(path+"/"+d, rootLen, flags); err != nil {
+	for _, d := range st.kids {
+		if err := w.walkDir(path+"/"+d, rootLen, st.flags); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// listOne opens the directory at path and reads what it is, its markers
-// and the subdirectories a scan enters, sorted. The file is returned open
-// (for a watch to be added through it), or nil, with no error, when the
-// directory is gone, is no directory, or is not ours to read.
-func listOne(path string, rootLen int, skip func(string) bool, opened func(string, int) error) (*os.File, ident, uint8, []string, error) {
+// listOne opens the directory at path, whose parent has parentFlags, and
+// reads its state. The file is returned open (for a watch to be added
+// through it), or nil, with no error, when the directory is gone, is no
+// directory, or is not ours to read.
+func listOne(path string, rootLen int, parentFlags uint8, skip func(string) bool, opened func(string, int) error) (*os.File, dirState, error) {
 	fd, err := openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	if errors.Is(err, unix.EACCES) && allowRead(path) {
 		fd, err = openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	}
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, errOdd) || errors.Is(err, unix.ENAMETOOLONG) {
-			return nil, ident{}, 0, nil, nil // gone, or replaced by a symlink since it was listed
+			return nil, dirState{}, nil // gone, or replaced by a symlink since it was listed
 		}
 		if errors.Is(err, unix.EACCES) {
 			// Not ours to open, so not one a command (running as this
 			// user) could have written in either.
-			return nil, ident{}, 0, nil, nil
+			return nil, dirState{}, nil
 		}
-		return nil, ident{}, 0, nil, err
+		return nil, dirState{}, err
 	}
 	f := os.NewFile(uintptr(fd), path)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		f.Close()
-		return nil, ident{}, 0, nil, fmt.Errorf("fstat %q: %w", path, err)
+		return nil, dirState{}, fmt.Errorf("fstat %q: %w", path, err)
 	}
 	if euid := os.Geteuid(); euid != 0 && int(st.Uid) == euid && st.Mode&0o100 == 0 {
 		// Readable but not searchable (0600): its entries list, and none
@@ -149,17 +177,18 @@ func listOne(path string, rootLen int, skip func(string) bool, opened func(strin
 	if opened != nil {
 		if err := opened(path, fd); err != nil {
 			f.Close()
-			return nil, ident{}, 0, nil, err
+			return nil, dirState{}, err
 		}
 	}
-	flags, dirs, err := readDir(f)
+	flags, dirs, links, err := readDir(f)
 	if afterRead != nil {
 		afterRead(path)
 	}
 	if err != nil {
 		f.Close()
-		return nil, ident{}, 0, nil, err
+		return nil, dirState{}, err
 	}
+	flags = withGitdir(path, flags, parentFlags)
 	kept := dirs[:0]
 	for _, d := range dirs {
 		child := path + "/" + d
@@ -169,7 +198,7 @@ func listOne(path string, rootLen int, skip func(string) bool, opened func(strin
 		kept = append(kept, d)
 	}
 	sort.Strings(kept)
-	return f, identOf(&st), flags, kept, nil
+	return f, dirState{id: identOf(&st), flags: flags, kids: kept, links: links && flags&inGitdir != 0}, nil
 }
 
 func sortCandidates(c []candidate) {

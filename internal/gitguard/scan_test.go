@@ -52,8 +52,8 @@ func BenchmarkWalkLooseObjects(b *testing.B) {
 // walkCandidates walks roots and returns every candidate, sorted.
 func walkCandidates(roots []string, skip func(string) bool) ([]candidate, error) {
 	var out []candidate
-	w := &walker{skip: skip, visit: func(path string, _ int, _ ident, flags, parentFlags uint8, _ []string) error {
-		out = append(out, candidatesOf(path, flags, parentFlags)...)
+	w := &walker{skip: skip, visit: func(path string, _ int, st dirState, parentFlags uint8) error {
+		out = append(out, candidatesOf(path, st.flags, parentFlags)...)
 		return nil
 	}}
 	for _, r := range roots {

@@ -36,10 +36,18 @@ type tree struct {
 	// given next (the walk opens, watches, reads, then visits).
 	watched int32
 
-	mu       sync.Mutex // guards pending and overflow, filled by pump
+	// links are the directories in git directories that may hold a
+	// symbolic link made since takeLinked last asked.
+	links linked
+
+	mu       sync.Mutex // guards pending, touched and overflow, filled by pump
 	pending  []event
 	overflow bool
 	closed   bool
+	// touched are the watches in whose directory something that is no
+	// directory was created or moved in: in a git directory, perhaps a
+	// symbolic link. One entry per watch, however many files come.
+	touched map[int32]bool
 }
 
 type node struct {
@@ -133,12 +141,15 @@ func (t *tree) opened(path string, fd int) error {
 	return nil
 }
 
-func (t *tree) visit(path string, fd int, id ident, flags, parentFlags uint8, _ []string) error {
+func (t *tree) visit(path string, fd int, st dirState, parentFlags uint8) error {
 	wd := t.watched
 	if old := t.nodes[path]; old != nil {
 		t.remove(old)
 	}
-	n := &node{path: path, flags: flags, wd: wd, dev: id.Dev, ino: id.Ino}
+	if st.links {
+		t.links.add(path)
+	}
+	n := &node{path: path, flags: st.flags, wd: wd, dev: st.id.Dev, ino: st.id.Ino}
 	if p := t.nodes[filepath.Dir(path)]; p != nil && path != filepath.Dir(path) {
 		n.parent = p
 		if p.children == nil {
@@ -217,6 +228,12 @@ func (t *tree) take(b []byte) {
 		}
 		name := string(bytes.TrimRight(b[unix.SizeofInotifyEvent:end], "\x00"))
 		b = b[end:]
+		if ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 && ev.Mask&unix.IN_ISDIR == 0 {
+			if t.touched == nil {
+				t.touched = map[int32]bool{}
+			}
+			t.touched[ev.Wd] = true
+		}
 		keep := ev.Mask&(unix.IN_Q_OVERFLOW|unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_ISDIR) != 0 || markerOf(name) != 0
 		if !keep {
 			continue
@@ -234,9 +251,16 @@ func (t *tree) take(b []byte) {
 func (t *tree) refresh() error {
 	t.mu.Lock()
 	t.readLocked(t.fd, make([]byte, 64<<10))
-	evs, overflow := t.pending, t.overflow
-	t.pending, t.overflow = nil, false
+	evs, overflow, touched := t.pending, t.overflow, t.touched
+	t.pending, t.overflow, t.touched = nil, false, nil
 	t.mu.Unlock()
+	for wd := range touched {
+		for _, n := range t.wds[wd] {
+			if n.flags&inGitdir != 0 {
+				t.links.add(n.path)
+			}
+		}
+	}
 
 	full := overflow
 	type rescan struct {
@@ -323,12 +347,33 @@ func (t *tree) reflag(n *node) error {
 			flags |= bit
 		}
 	}
-	n.flags = flags
+	var pf uint8
+	if n.parent != nil {
+		pf = n.parent.flags
+	}
+	t.regit(n, withGitdir(n.path, flags, pf))
 	t.setCands(n)
 	if c := n.children[".git"]; c != nil {
 		t.setCands(c)
 	}
 	return nil
+}
+
+// regit gives n its flags, and what is below it the inGitdir they now
+// inherit: a directory that came into a git directory (HEAD made beside
+// objects/ and refs/) is reported, for the links it already held.
+func (t *tree) regit(n *node, flags uint8) {
+	was := n.flags & inGitdir
+	n.flags = flags
+	if flags&inGitdir == was {
+		return
+	}
+	if flags&inGitdir != 0 {
+		t.links.add(n.path)
+	}
+	for _, c := range n.children {
+		t.regit(c, withGitdir(c.path, c.flags, flags))
+	}
 }
 
 // remove forgets n and everything below it.
@@ -369,7 +414,7 @@ func (t *tree) rebuild() error {
 	t.close()
 	t.mu.Lock()
 	t.gen++
-	t.file, t.fd, t.closed, t.pending, t.overflow = os.NewFile(uintptr(fd), "inotify"), fd, false, nil, false
+	t.file, t.fd, t.closed, t.pending, t.overflow, t.touched = os.NewFile(uintptr(fd), "inotify"), fd, false, nil, false, nil
 	t.mu.Unlock()
 	if err := t.build(); err != nil {
 		return err
@@ -377,6 +422,8 @@ func (t *tree) rebuild() error {
 	go t.pump(t.file, t.gen)
 	return nil
 }
+
+func (t *tree) takeLinked() []string { return t.links.take() }
 
 func (t *tree) candidates() []candidate {
 	out := make([]candidate, 0, len(t.cands))

@@ -1,0 +1,169 @@
+package gitguard
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// userRepo is the user's repository, with a commit and a reflog.
+const userRepo = `git init -q && git commit -q --allow-empty -m a`
+
+// A symbolic link a command makes inside a git directory, through which the
+// user's own git would later write outside the roots, is removed when the
+// call ends: the user's commit, checkout, fetch or gc then writes in the
+// repository. $OUT is a directory of the user's outside the roots; the
+// planting got through when anything appears in it.
+func TestLinksInGitDirectoriesAreRemoved(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		setup  string   // the user's, before the server starts
+		calls  []string // the commands', one call each
+		dir    string   // where the user runs git
+		user   [][]string
+		remove string // in the last call's notes
+	}{
+		{name: "COMMIT_EDITMSG", setup: userRepo,
+			calls: []string{`ln -sf "$OUT/x" .git/COMMIT_EDITMSG`},
+			user:  [][]string{{"commit", "-q", "--allow-empty", "-m", "user"}}, remove: ".git/COMMIT_EDITMSG"},
+		{name: "a reflog, into a shell's rc", setup: userRepo,
+			calls: []string{`rm .git/logs/HEAD && ln -s "$OUT/bashrc" .git/logs/HEAD && git branch 'a;touch${IFS}x;#' && git symbolic-ref HEAD 'refs/heads/a;touch${IFS}x;#'`},
+			user:  [][]string{{"checkout", "-q", "master"}}, remove: ".git/logs/HEAD"},
+		{name: "FETCH_HEAD", setup: userRepo,
+			calls: []string{`ln -s "$OUT/x" .git/FETCH_HEAD`},
+			user:  [][]string{{"fetch", "-q", ".", "master"}}, remove: ".git/FETCH_HEAD"},
+		{name: "the reflog directory", setup: userRepo,
+			calls: []string{`rm -r .git/logs/refs && ln -s "$OUT" .git/logs/refs`},
+			user:  [][]string{{"checkout", "-q", "-b", "newbranch"}}, remove: ".git/logs/refs"},
+		{name: "the pack directory", setup: userRepo,
+			calls: []string{`rmdir .git/objects/pack && ln -s "$OUT" .git/objects/pack`},
+			user:  [][]string{{"gc", "-q"}}, remove: ".git/objects/pack"},
+		{name: "rerere's cache, which turns rerere on", setup: userRepo + ` && echo a > f && git add f && git commit -qm f && git checkout -qb side && echo b > f && git commit -qam b && git checkout -q master && echo c > f && git commit -qam c`,
+			calls: []string{`ln -s "$OUT" .git/rr-cache`},
+			user:  [][]string{{"merge", "-q", "side"}}, remove: ".git/rr-cache"},
+		{name: "in a repository the call makes",
+			calls: []string{`git init -q sub && git -C sub commit -q --allow-empty -m s && ln -sf "$OUT/x" sub/.git/COMMIT_EDITMSG`},
+			dir:   "sub", user: [][]string{{"commit", "-q", "--allow-empty", "-m", "user"}}, remove: "sub/.git/COMMIT_EDITMSG"},
+		{name: "in a directory moved into the git directory", setup: userRepo,
+			calls: []string{`mkdir d && ln -s "$OUT/x" d/HEAD && rm -r .git/logs && mv d .git/logs`},
+			user:  [][]string{{"commit", "-q", "--allow-empty", "-m", "user"}}, remove: ".git/logs/HEAD"},
+		// Renaming sets a link's change time: an old link of the user's,
+		// from the work tree, is as new as one made now.
+		{name: "an old link of the user's moved in", setup: userRepo + ` && ln -s "$OUT/x" old`,
+			calls: []string{`mv old .git/COMMIT_EDITMSG`},
+			user:  [][]string{{"commit", "-q", "--allow-empty", "-m", "user"}}, remove: ".git/COMMIT_EDITMSG"},
+		// Made where no git directory was, and left there by a first
+		// call; a second makes the directory a git directory.
+		{name: "a directory that becomes a git directory later", setup: userRepo,
+			calls: []string{
+				`git init -q w && mv w/.git r && printf 'gitdir: ../r\n' > w/.git && git -C w commit -q --allow-empty -m w && rm r/logs/HEAD r/HEAD && ln -s "$OUT/x" r/logs/HEAD`,
+				`echo 'ref: refs/heads/master' > r/HEAD`},
+			dir: "w", user: [][]string{{"commit", "-q", "--allow-empty", "-m", "user"}}, remove: "r/logs/HEAD"},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walked"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				run := func(guarded bool) (bool, []string) {
+					f := newFixture(t)
+					f.walk = walk
+					out := filepath.Join(f.home, "out")
+					os.Mkdir(out, 0o755)
+					expand := func(s string) string { return strings.ReplaceAll(s, "$OUT", out) }
+					if tt.setup != "" {
+						f.sh(expand(tt.setup))
+					}
+					var notes []string
+					if guarded {
+						f.start()
+					}
+					for i, c := range tt.calls {
+						if i > 0 {
+							// Past the poll's settling: the second
+							// call's end reads only what changed.
+							time.Sleep(settle + 100*time.Millisecond)
+						}
+						if guarded {
+							notes = f.call(expand(c))
+						} else {
+							f.sh(expand(c))
+						}
+					}
+					// What the command wrote there itself, a sandbox
+					// would have refused: only the user's git counts.
+					os.RemoveAll(out)
+					os.Mkdir(out, 0o755)
+					for _, args := range tt.user {
+						cmd := exec.Command(f.git, append([]string{"-C", filepath.Join(f.root, tt.dir)}, args...)...)
+						cmd.Env = f.env()
+						cmd.Run()
+					}
+					ents, _ := os.ReadDir(out)
+					return len(ents) > 0, notes
+				}
+				if got, _ := run(false); !got {
+					t.Fatal("control: the user's git wrote nothing through the link: the planting tests nothing")
+				}
+				got, notes := run(true)
+				if got {
+					t.Errorf("the user's git wrote outside; notes: %q", notes)
+				}
+				if want := "git: removed " + tt.remove; !strings.Contains(strings.Join(notes, "\n"), want) {
+					t.Errorf("notes %q, want one containing %q", notes, want)
+				}
+			})
+		}
+	}
+}
+
+// The user's own links in a git directory stay, in a directory calls
+// write in too; the command's go, even among many files.
+func TestLinksOfTheUserStay(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		f := newFixture(t)
+		f.walk = walk
+		f.sh(userRepo + ` && ln -s ../description .git/mine && mkdir .git/x && ln -s ../HEAD .git/x/mine`)
+		f.start()
+		if notes := f.call(`git commit -q --allow-empty -m b && touch .git/x/file && for i in $(seq 1 300); do touch .git/x/f$i; done`); len(notes) != 0 {
+			t.Errorf("walk=%v: honest calls were judged: %q", walk, notes)
+		}
+		for _, p := range []string{".git/mine", ".git/x/mine"} {
+			if _, err := os.Lstat(filepath.Join(f.root, p)); err != nil {
+				t.Errorf("walk=%v: the user's %s: %v", walk, p, err)
+			}
+		}
+		notes := f.call(`ln -s ../HEAD .git/x/theirs`)
+		if len(notes) != 1 || !strings.Contains(notes[0], "removed .git/x/theirs: a symbolic link") {
+			t.Errorf("walk=%v: notes %q", walk, notes)
+		}
+		if _, err := os.Lstat(filepath.Join(f.root, ".git/x/mine")); err != nil {
+			t.Errorf("walk=%v: the user's link went with the command's: %v", walk, err)
+		}
+		// Made by the user between calls: theirs, and it stays.
+		f.sh(`ln -s ../HEAD .git/x/later`)
+		if notes := f.call(""); len(notes) != 0 {
+			t.Errorf("walk=%v: the user's link made between calls was judged: %q", walk, notes)
+		}
+	}
+}
+
+// A command cannot keep its link by taking write permission off the
+// directory that holds it.
+func TestLinksInUnwritableDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes in any directory, whatever its mode")
+	}
+	f := newFixture(t)
+	f.sh(userRepo)
+	f.start()
+	notes := f.call(`mkdir .git/d && ln -s /nowhere .git/d/l && chmod 500 .git/d`)
+	if _, err := os.Lstat(filepath.Join(f.root, ".git/d/l")); err == nil {
+		t.Errorf("the link stayed; notes %q", notes)
+	}
+}
