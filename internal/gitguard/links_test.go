@@ -167,3 +167,33 @@ func TestLinksInUnwritableDirectory(t *testing.T) {
 		t.Errorf("the link stayed; notes %q", notes)
 	}
 }
+
+// A call whose end cannot check the roots (too many directories) leaves
+// calls refused; once the user has removed them, what that call planted is
+// judged, not trusted as the user's: the next call is the first to see it.
+func TestUncheckedEndIsJudgedLater(t *testing.T) {
+	defer func(n int) { walkDirsLimit = n }(walkDirsLimit)
+	walkDirsLimit = 60
+	for _, walk := range []bool{false, true} {
+		f := newFixture(t)
+		f.walk = walk
+		f.sh(userRepo)
+		f.start()
+		notes := f.call(`git init -q sub && git -C sub config core.fsmonitor "$PWN" && ln -s "$HOME/x" .git/COMMIT_EDITMSG.x && mkdir many && cd many && mkdir $(seq 1 80)`)
+		if !strings.Contains(strings.Join(notes, "\n"), "could not check") {
+			t.Fatalf("walk=%v: notes %q", walk, notes)
+		}
+		if _, err := f.g.Begin(); err == nil {
+			t.Fatalf("walk=%v: a call began while the roots cannot be checked", walk)
+		}
+		os.RemoveAll(filepath.Join(f.root, "many")) // the user, told to
+		notes = f.call("")
+		all := strings.Join(notes, "\n")
+		if !strings.Contains(all, "moved sub/.git aside") || !strings.Contains(all, "removed .git/COMMIT_EDITMSG.x") {
+			t.Errorf("walk=%v: notes %q", walk, notes)
+		}
+		if f.userGit("sub") {
+			t.Errorf("walk=%v: the user's git ran what the unchecked call planted", walk)
+		}
+	}
+}

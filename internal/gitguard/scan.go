@@ -69,6 +69,9 @@ const (
 	walkDeadline = 60 * time.Second
 )
 
+// walkDirsLimit is maxWalkDirs; tests lower it.
+var walkDirsLimit = maxWalkDirs
+
 // afterRead, set by tests only, runs once a directory is read, as a
 // command making a directory at that moment would.
 var afterRead func(path string)
@@ -119,8 +122,8 @@ func (w *walker) walk(root string, parentFlags uint8) error {
 
 func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
 	w.dirs++
-	if w.dirs > maxWalkDirs {
-		return fmt.Errorf("%w: more than %d below the writable roots", errTooLarge, maxWalkDirs)
+	if w.dirs > walkDirsLimit {
+		return fmt.Errorf("%w: more than %d below the writable roots", errTooLarge, walkDirsLimit)
 	}
 	if w.dirs%1024 == 0 && time.Since(w.start) > walkDeadline {
 		return fmt.Errorf("%w: looking at them took more than %s", errTooLarge, walkDeadline)
