@@ -352,11 +352,15 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			if w := judgeOpState(g.listByContent, e, g.trustedVersion(cand, e, newCand)); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ", which the user's own " + goOn(e.path) + " would run outside the sandbox"
 			}
+		case e.role == roleRemotes:
+			if w := judgeRemotes(e, g.trustedVersion(cand, e, newCand)); w != "" {
+				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ", a remote the user's own git push, fetch and pull would use outside the sandbox when the config names no URL for it"
+			}
 		}
 		if why == "" {
 			continue
 		}
-		if e.role != roleOpState {
+		if e.role != roleOpState && e.role != roleRemotes {
 			why += ", which the user's own git would run outside the sandbox"
 		}
 		// A work tree is never moved aside itself: it holds the user's
@@ -422,7 +426,7 @@ func unjudged(newCand bool, changed []element) []verdict {
 		if e.role == roleWorktree {
 			return []verdict{{why: why, whole: true}}
 		}
-		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState) {
+		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes) {
 			out = append(out, verdict{why: why, el: e})
 		}
 	}
@@ -461,6 +465,8 @@ func (g *Guard) name(e element) string {
 		return "work tree (core.worktree) " + s
 	case roleOpState:
 		return map[string]string{"rebase-merge": "rebase state ", "rebase-apply": "rebase (or am) state ", "sequencer": "cherry-pick state "}[filepath.Base(e.path)] + s
+	case roleRemotes:
+		return "legacy remotes directory " + s
 	}
 	return s
 }

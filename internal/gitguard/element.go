@@ -21,10 +21,11 @@ const (
 	roleHooksPath             // a core.hooksPath directory (everything in it is a hook)
 	roleWorktree              // the work tree core.worktree names, where git writes and deletes files
 	roleOpState               // an operation git stopped in (rebase-merge, rebase-apply, sequencer): what it runs when it goes on
+	roleRemotes               // remotes/ or branches/ of a common dir: remotes git reads when the config defines none
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -94,9 +95,9 @@ type resolver struct {
 
 // resolve returns the elements of c, in a stable order: its entry, its git
 // directory, commondir, config files (with what they include), hooks and
-// core.hooksPath directories, and operation state. It never follows a
-// symlink to read a file, and stops at what it cannot read (odd set), as a
-// failure to judge.
+// core.hooksPath directories, operation state and legacy remotes. It never
+// follows a symlink to read a file, and stops at what it cannot read (odd
+// set), as a failure to judge.
 func (r *resolver) resolve(c candidate) []element {
 	var out []element
 	worktree := filepath.Dir(c.entry)
@@ -279,6 +280,12 @@ func (r *resolver) resolve(c candidate) []element {
 	}
 	for _, name := range opStateDirs {
 		out = append(out, opStateDir(filepath.Join(gitdir, name)))
+	}
+	// Git reads remotes/NAME, then branches/NAME, for a remote its config
+	// does not define: a URL, and refspecs for push and fetch.
+	for _, name := range []string{"remotes", "branches"} {
+		e, _ := r.hooks(roleRemotes, filepath.Join(common, name)) // a symlink is judged as itself
+		out = append(out, e)
 	}
 	return out
 }
@@ -518,8 +525,9 @@ func (r *resolver) link(e element, id ident) (element, string) {
 	return e, to
 }
 
-// hooks reads a hooks directory element. A symlink is an element of its
-// own, and its target (returned) another.
+// hooks reads a hooks directory element, or another directory whose every
+// entry counts (remotes/, branches/). A symlink is an element of its own,
+// and its target (returned) another.
 func (r *resolver) hooks(ro role, path string) (element, string) {
 	e := element{role: ro, path: path}
 	id, err := lstatIdent(path)

@@ -248,6 +248,30 @@ func judgeOpState(list lister, e, prev element) string {
 	return ""
 }
 
+// judgeRemotes says why a remotes/ or branches/ directory would send the
+// user's git elsewhere, or "": an entry that prev, the trusted version of
+// the same directory (the zero element if none), did not hold as it is
+// now. Git never writes there itself (git init's template makes branches/
+// empty).
+func judgeRemotes(e, prev element) string {
+	switch {
+	case !e.id.exists():
+		return ""
+	case !e.id.isDir():
+		return "it is not a directory"
+	}
+	had := map[string]ident{}
+	for _, en := range prev.entries {
+		had[en.name] = en.id
+	}
+	for _, en := range e.entries {
+		if id, ok := had[en.name]; !ok || id != en.id {
+			return "it holds " + quoteCapped(en.name)
+		}
+	}
+	return ""
+}
+
 // quoteCapped quotes s, planted text, for a note: at most 120 bytes of it.
 func quoteCapped(s string) string {
 	const max = 120

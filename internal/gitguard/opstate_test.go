@@ -170,3 +170,36 @@ GIT_SEQUENCE_EDITOR="sed -i s/^pick/edit/" git rebase -q -i --exec true HEAD~3`,
 		}
 	}
 }
+
+// A legacy remote file points the user's git push into another repository
+// of theirs, outside the roots, when the config defines no URL for the
+// remote. That repository's post-receive hook, the user's own, leaves the
+// marker: it shows that the push got there.
+func TestEndMovesPlantedRemotesAside(t *testing.T) {
+	const other = `git init -q && git commit -q --allow-empty -m a && o=$(cd .. && pwd)/home/other.git && git init -q --bare "$o" &&
+printf '#!/bin/sh\n%s\n' "$PWN" > "$o/hooks/post-receive" && chmod +x "$o/hooks/post-receive"`
+	const o = `o=$(cd .. && pwd)/home/other.git && `
+	push := [][]string{{"push", "-q"}}
+	for _, tt := range []planting{
+		{name: "remotes/origin with a push refspec", setup: other,
+			attack: o + `mkdir -p .git/remotes && printf 'URL: %s\nPush: HEAD:refs/heads/planted\n' "$o" > .git/remotes/origin`,
+			dirs:   []string{"."}, user: push,
+			note: `moved .git/remotes aside to .git/remotes.quarantined-by-nanosandbox: its legacy remotes directory .git/remotes holds "origin", a remote the user's own git push`},
+		{name: "branches/origin in git init's branches directory", setup: other + ` && mkdir -p .git/branches`,
+			attack: o + `printf '%s#planted\n' "$o" > .git/branches/origin`,
+			dirs:   []string{"."}, user: push,
+			note: `moved .git/branches aside`},
+		{name: "the user's remotes file rewritten", setup: other + ` && mkdir -p .git/remotes && echo 'URL: /nonexistent' > .git/remotes/origin`,
+			attack: o + `printf 'URL: %s\nPush: HEAD:refs/heads/planted\n' "$o" > .git/remotes/origin`,
+			dirs:   []string{"."}, user: push,
+			note: `moved .git/remotes aside`},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walking"
+			}
+			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
+		}
+	}
+}
