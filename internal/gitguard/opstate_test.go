@@ -23,7 +23,7 @@ const strategyProgram = `mkdir git-merge- && printf '#!/bin/sh\n%s\n' "$PWN" > x
 
 // A command leaves an operation stopped in a git directory, for the user
 // to go on with: what goes on runs what it planted. Each is moved aside.
-func TestEndMovesPlantedOperationStateAside(t *testing.T) {
+func TestEndMovesPlantedOpStateAside(t *testing.T) {
 	cont := [][]string{{"-c", "core.editor=true", "rebase", "--continue"}}
 	for _, tt := range []planting{
 		{name: "an interactive rebase with an exec line",
@@ -71,7 +71,7 @@ git config -f .git/sequencer/opts options.strategy /../x && ` + strategyProgram,
 // git am goes on with options for git apply from rebase-apply/apply-opt:
 // --build-fake-ancestor=PATH replaces the file at PATH, outside the
 // roots, with an index.
-func TestEndMovesPlantedApplyOptionsAside(t *testing.T) {
+func TestEndMovesPlantedOpStateApplyOptionsAside(t *testing.T) {
 	const setup = `git init -q && echo a > f && git add f && git commit -qm a && git checkout -qb side && echo b > f && git commit -qam p1 &&
 echo c > g && git add g && git commit -qm p2 && git format-patch -q -2 -o ../patches && git checkout -q - && echo z > f && git commit -qam z`
 	// The user's git am stopped at the first patch's conflict; the
@@ -116,7 +116,7 @@ echo c > g && git add g && git commit -qm p2 && git format-patch -q -2 -o ../pat
 // Honest operations stopped in one call and gone on with in the next, or
 // the user's own stopped before the server started and gone on with in a
 // call, are left alone: no note, nothing moved.
-func TestHonestOperationStateStays(t *testing.T) {
+func TestHonestOpStateStays(t *testing.T) {
 	const diverged = `git init -q && echo a > f && git add f && git commit -qm a && git branch -m main && git checkout -qb topic &&
 echo topic > f && git commit -qam topic && echo t2 > g && git add g && git commit -qm t2 && git checkout -q main && echo main > f && git commit -qam main && git checkout -q topic`
 	const resolve = `echo resolved > f && git add f && `
