@@ -361,11 +361,21 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			if w := judgeHooks(e.entries, e.role == roleHooks); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
 			}
+		case e.role == roleOpState:
+			if w := judgeOpState(g.listByContent, e, g.trustedVersion(cand, e, newCand)); w != "" {
+				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ", which the user's own " + goOn(e.path) + " would run outside the sandbox"
+			}
+		case e.role == roleRemotes:
+			if w := judgeRemotes(e, g.trustedVersion(cand, e, newCand)); w != "" {
+				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ", a remote the user's own git push, fetch and pull would use outside the sandbox when the config names no URL for it"
+			}
 		}
 		if why == "" {
 			continue
 		}
-		why += ", which the user's own git would run outside the sandbox"
+		if e.role != roleOpState && e.role != roleRemotes {
+			why += ", which the user's own git would run outside the sandbox"
+		}
 		// A work tree is never moved aside itself: it holds the user's
 		// files, and the repository that names it is what is planted.
 		if e.from != "" {
@@ -377,6 +387,31 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		out = append(out, verdict{why: why, el: e})
 	}
 	return out
+}
+
+// trustedVersion is the trusted element of cand with e's role and path,
+// or the zero element when there is none or cand is new.
+func (g *Guard) trustedVersion(cand candidate, e element, newCand bool) element {
+	if !newCand {
+		for _, t := range g.trusted[cand] {
+			if t.role == e.role && t.path == e.path {
+				return t
+			}
+		}
+	}
+	return element{}
+}
+
+// goOn is the command with which the user's git goes on with the
+// operation whose state is at path.
+func goOn(path string) string {
+	switch filepath.Base(path) {
+	case "rebase-apply":
+		return "git rebase --continue (or git am --continue)"
+	case "sequencer":
+		return "git cherry-pick --continue"
+	}
+	return "git rebase --continue (or --skip)"
 }
 
 // plantedLinks returns the symlinks the kernel meets on raw, a path as git
@@ -404,7 +439,7 @@ func unjudged(newCand bool, changed []element) []verdict {
 		if e.role == roleWorktree {
 			return []verdict{{why: why, whole: true}}
 		}
-		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir) {
+		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes) {
 			out = append(out, verdict{why: why, el: e})
 		}
 	}
@@ -418,6 +453,13 @@ var inertCommondir = contentSum([]byte(commondirPlaceholder))
 // listFor lists e's content, from the cache when it was listed already.
 func (g *Guard) listFor(e element) lister {
 	return func(content []byte) ([]entry, error) { return g.listCached(e.path, e.id, content) }
+}
+
+// listByContent lists config content that is not a file of its own (an
+// operation state's options, now and as trusted).
+func (g *Guard) listByContent(content []byte) ([]entry, error) {
+	l := g.listContent(content)
+	return l.entries, l.err
 }
 
 // name says what e is, as the model sees it.
@@ -434,6 +476,10 @@ func (g *Guard) name(e element) string {
 		return "commondir " + s
 	case roleWorktree:
 		return "work tree (core.worktree) " + s
+	case roleOpState:
+		return map[string]string{"rebase-merge": "rebase state ", "rebase-apply": "rebase (or am) state ", "sequencer": "cherry-pick state "}[filepath.Base(e.path)] + s
+	case roleRemotes:
+		return "legacy remotes directory " + s
 	}
 	return s
 }

@@ -11,7 +11,11 @@
 // directory git would take for a bare repository, and the repositories that
 // hold a root. It follows gitfiles, symlinks, commondir, includes and work
 // trees to wherever they point, resolving each path as the kernel does for
-// git (never as text, never through /proc). Then, around every call:
+// git (never as text, never through /proc), and reads what git goes on
+// with or sends elsewhere: a stopped operation's state (rebase-merge,
+// rebase-apply, sequencer: to-do lists, merge strategies, git apply's
+// options) and legacy remotes (remotes/, branches/). Then, around every
+// call:
 //
 //   - [Guard.Begin] lists what must be read-only for the call: every part of
 //     a trusted git directory through which git would run code (config,

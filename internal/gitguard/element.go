@@ -20,10 +20,12 @@ const (
 	roleHooks                 // the hooks directory of a git directory (samples are inert)
 	roleHooksPath             // a core.hooksPath directory (everything in it is a hook)
 	roleWorktree              // the work tree core.worktree names, where git writes and deletes files
+	roleOpState               // an operation git stopped in (rebase-merge, rebase-apply, sequencer): what it runs when it goes on
+	roleRemotes               // remotes/ or branches/ of a common dir: remotes git reads when the config defines none
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -31,6 +33,7 @@ const (
 	maxGitfileBytes = 8 << 10 // a .git file or commondir holds one path
 	maxHooks        = 1024    // entries of a hooks directory
 	maxIncludeDepth = 10      // as git's own limit
+	maxStateBytes   = 4 << 20 // a to-do list of tens of thousands of commits
 )
 
 // element is one path through which git would run code for a candidate,
@@ -41,9 +44,12 @@ type element struct {
 	id   ident  // the zero ident when absent
 	// odd says why it cannot be read safely, or is "".
 	odd string
-	// content is a config file's content, entries a hooks directory's.
+	// content is a config file's content, entries a hooks directory's,
+	// files an operation state directory's decisive files (opStateFiles)
+	// by name, those present.
 	content []byte
 	entries []dirEntry
+	files   map[string][]byte
 	// user marks what the user's own config names (their core.hooksPath,
 	// what their global config includes): outside the roots it is theirs,
 	// not a command's redirection.
@@ -89,8 +95,9 @@ type resolver struct {
 
 // resolve returns the elements of c, in a stable order: its entry, its git
 // directory, commondir, config files (with what they include), hooks and
-// core.hooksPath directories. It never follows a symlink to read a file,
-// and stops at what it cannot read (odd set), as a failure to judge.
+// core.hooksPath directories, operation state and legacy remotes. It never
+// follows a symlink to read a file, and stops at what it cannot read (odd
+// set), as a failure to judge.
 func (r *resolver) resolve(c candidate) []element {
 	var out []element
 	worktree := filepath.Dir(c.entry)
@@ -271,7 +278,72 @@ func (r *resolver) resolve(c candidate) []element {
 			}
 		}
 	}
+	for _, name := range opStateDirs {
+		out = append(out, opStateDir(filepath.Join(gitdir, name)))
+	}
+	// Git reads remotes/NAME, then branches/NAME, for a remote its config
+	// does not define: a URL, and refspecs for push and fetch.
+	for _, name := range []string{"remotes", "branches"} {
+		e, _ := r.hooks(roleRemotes, filepath.Join(common, name)) // a symlink is judged as itself
+		out = append(out, e)
+	}
 	return out
+}
+
+// opStateDirs are where git keeps, per git directory (so per worktree), an
+// operation it stopped in: git rebase's (merge and apply backends) and git
+// cherry-pick's or revert's. Honest git leaves them between calls (a
+// conflict, an edit), and whoever runs --continue or --skip runs what
+// they say.
+var opStateDirs = []string{"rebase-merge", "rebase-apply", "sequencer"}
+
+// opStateFiles are the files of each that decide what git runs or writes
+// outside the work tree when it goes on (sequencer.c, builtin/rebase.c,
+// builtin/am.c): the to-do list, whose exec lines run; a merge strategy,
+// which when not git's own is a program; git apply's options for git am;
+// the cherry-pick options (config format). The rest holds object ids,
+// ref names, messages and switches.
+var opStateFiles = map[string][]string{
+	"rebase-merge": {"git-rebase-todo", "strategy"},
+	"rebase-apply": {"apply-opt", "strategy"},
+	"sequencer":    {"opts"},
+}
+
+// opStateDir reads an operation state directory element: its identity is
+// the directory's and a digest of its decisive files, so that it changes
+// when what git would run does, and not at every step git records.
+func opStateDir(path string) element {
+	e := element{role: roleOpState, path: path}
+	id, err := lstatIdent(path)
+	switch {
+	case err != nil:
+		e.odd = err.Error()
+		return e
+	case !id.exists():
+		return e
+	case !id.isDir():
+		e.id = id
+		e.odd = "it is not a directory"
+		return e
+	}
+	e.id = ident{Kind: id.Kind, Dev: id.Dev, Ino: id.Ino}
+	e.files = map[string][]byte{}
+	var all bytes.Buffer
+	for _, name := range opStateFiles[filepath.Base(path)] {
+		p := filepath.Join(path, name)
+		if fid, err := lstatIdent(p); err == nil && !fid.exists() {
+			continue
+		}
+		b, _, err := readRegular(p, maxStateBytes)
+		if err != nil {
+			e.odd = err.Error()
+			return e
+		}
+		e.files[name] = b
+		fmt.Fprintf(&all, "%s\x00%d\x00%s", name, len(b), b)
+	}
+	e.id.Sum = contentSum(all.Bytes())
+	return e
 }
 
 // linkedWorktree reads gitdir/gitdir, which a linked worktree's git
@@ -453,8 +525,9 @@ func (r *resolver) link(e element, id ident) (element, string) {
 	return e, to
 }
 
-// hooks reads a hooks directory element. A symlink is an element of its
-// own, and its target (returned) another.
+// hooks reads a hooks directory element, or another directory whose every
+// entry counts (remotes/, branches/). A symlink is an element of its own,
+// and its target (returned) another.
 func (r *resolver) hooks(ro role, path string) (element, string) {
 	e := element{role: ro, path: path}
 	id, err := lstatIdent(path)

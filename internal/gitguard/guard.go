@@ -368,6 +368,14 @@ func (g *Guard) listCached(path string, id ident, content []byte) ([]entry, erro
 	if l, ok := g.listings[path]; ok && l.id == id && id.exists() {
 		return l.entries, l.err
 	}
+	l := g.listContent(content)
+	l.id = id
+	g.listings[path] = l
+	return l.entries, l.err
+}
+
+// listContent lists config content, once per content.
+func (g *Guard) listContent(content []byte) listing {
 	sum := sha256.Sum256(content)
 	l, ok := g.byContent[sum]
 	if !ok {
@@ -377,9 +385,7 @@ func (g *Guard) listCached(path string, id ident, content []byte) ([]entry, erro
 		}
 		g.byContent[sum] = l
 	}
-	l.id = id
-	g.listings[path] = l
-	return l.entries, l.err
+	return l
 }
 
 // listPaths lists a config file for what it points at (include.path,

@@ -1,7 +1,10 @@
 package gitguard
 
 import (
+	"bytes"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -78,4 +81,202 @@ func judgeHooks(ents []dirEntry, samplesOnly bool) string {
 		return fmt.Sprintf("it holds %s", e.name)
 	}
 	return ""
+}
+
+// ownStrategies are the merge strategies git carries itself. For any
+// other name, sequencer.c (try_merge_command) runs "git merge-NAME": a
+// program found on the PATH or, when NAME holds a slash, wherever the path
+// "git-merge-NAME" leads from the work tree, which a command can plant.
+var ownStrategies = map[string]bool{"ort": true, "recursive": true, "resolve": true, "octopus": true, "ours": true, "subtree": true}
+
+// quietTodo are the commands of an interactive rebase's to-do list that
+// run nothing, by name and one-letter form (sequencer.c,
+// todo_command_info). Not among them: exec and x, which run a shell
+// command.
+var quietTodo = map[string]bool{
+	"pick": true, "p": true, "reword": true, "r": true, "edit": true, "e": true,
+	"squash": true, "s": true, "fixup": true, "f": true, "drop": true, "d": true,
+	"label": true, "l": true, "reset": true, "t": true, "merge": true, "m": true,
+	"update-ref": true, "u": true, "break": true, "b": true, "noop": true,
+}
+
+// todoRisks returns the lines of an interactive rebase's to-do list that
+// could run something: every line but blank ones, comments, and those
+// whose first word is a command that runs nothing. Git has no command that
+// lists a to-do list parsed, so this reads it, on an allow-list that can
+// only err toward harm. Git runs a line only when it parses it as exec:
+// sequencer.c (parse_insn_line, is_command) drops spaces and tabs, then
+// takes the first word, delimited by a space, tab, CR, LF or NUL, for the
+// command whose whole name or letter it is; the names and letters are
+// distinct strings of letters, so a word names one command at most, and a
+// line that does not start with a letter names none (git takes it for a
+// comment, or refuses the list). This splits lines at LF as git does and
+// takes the word with the same blanks and delimiters; a NUL, where git
+// stops reading, it refuses. So a line git would run is never passed; a
+// line passed that git would refuse costs nothing.
+func todoRisks(todo []byte) []string {
+	if bytes.IndexByte(todo, 0) >= 0 {
+		return []string{"a to-do list with a NUL byte in it"}
+	}
+	var out []string
+	for _, line := range bytes.Split(todo, []byte{'\n'}) {
+		l := bytes.TrimLeft(line, " \t")
+		if len(l) == 0 || !isLetter(l[0]) {
+			continue
+		}
+		word := l
+		if i := bytes.IndexAny(l, " \t\r"); i >= 0 {
+			word = l[:i]
+		}
+		if !quietTodo[string(word)] {
+			out = append(out, "the to-do line "+quoteCapped(string(bytes.TrimRight(l, "\r"))))
+		}
+	}
+	return out
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// strategyRisk is what a strategy file (read_oneliner: one trailing LF,
+// and a CR before it, dropped) names when that is not one of git's own.
+func strategyRisk(b []byte) string {
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if ownStrategies[s] {
+		return ""
+	}
+	return "the merge strategy " + quoteCapped(s)
+}
+
+// applyOptRisks returns what rebase-apply/apply-opt gives git apply, when
+// git am goes on, beyond the options git am itself passes there: others
+// write where they name (--build-fake-ancestor=PATH writes an index
+// there). The file holds shell-quoted words (sq_quote_argv); only words
+// quoted plainly, which git's sq_dequote_to_strvec reads as written, are
+// read, and anything else is a risk.
+func applyOptRisks(b []byte) []string {
+	s := strings.Trim(string(b), " \t\r\n")
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for _, w := range strings.Split(s, " ") {
+		v, ok := strings.CutPrefix(w, "'")
+		v, ok2 := strings.CutSuffix(v, "'")
+		if !ok || !ok2 || strings.ContainsAny(v, "'\\! \t\r\n") || !amApplyOption(v) {
+			out = append(out, "the git apply option "+quoteCapped(w))
+		}
+	}
+	return out
+}
+
+// amApplyOption reports whether o is one of the options git am passes
+// through to git apply (builtin/am.c, OPT_PASSTHRU_ARGV), as
+// parse_opt_passthru_argv writes them: none writes outside the work tree.
+func amApplyOption(o string) bool {
+	switch o {
+	case "--ignore-space-change", "--ignore-whitespace", "--reject",
+		"--no-ignore-space-change", "--no-ignore-whitespace", "--no-reject":
+		return true
+	}
+	for _, p := range []string{"--whitespace=", "--directory=", "--exclude=", "--include="} {
+		if strings.HasPrefix(o, p) {
+			return true
+		}
+	}
+	for _, p := range []string{"-C", "-p"} {
+		if n, ok := strings.CutPrefix(o, p); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// opStateRisks returns what an operation state directory would make the
+// user's git run or write when it goes on, each said for the model.
+// sequencer/opts is config-format, listed by git.
+func opStateRisks(list lister, e element) []string {
+	var out []string
+	for _, name := range opStateFiles[filepath.Base(e.path)] {
+		b, ok := e.files[name]
+		if !ok {
+			continue
+		}
+		switch name {
+		case "git-rebase-todo":
+			out = append(out, todoRisks(b)...)
+		case "strategy":
+			if r := strategyRisk(b); r != "" {
+				out = append(out, r)
+			}
+		case "apply-opt":
+			out = append(out, applyOptRisks(b)...)
+		case "opts":
+			entries, err := list(b)
+			if err != nil {
+				out = append(out, "options git could not read ("+err.Error()+")")
+			}
+			for _, en := range entries {
+				if en.Section == "options" && en.Subsection == "" && en.Name == "strategy" && !ownStrategies[en.Value] {
+					out = append(out, "the merge strategy "+quoteCapped(en.Value))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// judgeOpState says why an operation state directory would make the
+// user's git run something planted, or "": a risk that prev, the trusted
+// version of the same directory (the zero element if none), did not hold.
+// The user's own rebase --exec, or own strategy, continued in a call, so
+// stays.
+func judgeOpState(list lister, e, prev element) string {
+	if !e.id.exists() {
+		return ""
+	}
+	had := map[string]bool{}
+	if prev.files != nil {
+		for _, r := range opStateRisks(list, prev) {
+			had[r] = true
+		}
+	}
+	for _, r := range opStateRisks(list, e) {
+		if !had[r] {
+			return "it holds " + r
+		}
+	}
+	return ""
+}
+
+// judgeRemotes says why a remotes/ or branches/ directory would send the
+// user's git elsewhere, or "": an entry that prev, the trusted version of
+// the same directory (the zero element if none), did not hold as it is
+// now. Git never writes there itself (git init's template makes branches/
+// empty).
+func judgeRemotes(e, prev element) string {
+	switch {
+	case !e.id.exists():
+		return ""
+	case !e.id.isDir():
+		return "it is not a directory"
+	}
+	had := map[string]ident{}
+	for _, en := range prev.entries {
+		had[en.name] = en.id
+	}
+	for _, en := range e.entries {
+		if id, ok := had[en.name]; !ok || id != en.id {
+			return "it holds " + quoteCapped(en.name)
+		}
+	}
+	return ""
+}
+
+// quoteCapped quotes s, planted text, for a note: at most 120 bytes of it.
+func quoteCapped(s string) string {
+	const max = 120
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "..."
+	}
+	return strconv.Quote(s)
 }

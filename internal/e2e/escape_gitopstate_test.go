@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A command leaves git something to go on with later, outside the
+// sandbox: a stopped interactive rebase whose to-do list runs a command
+// (red team round 5, Q1), or a legacy remotes file that sends the user's
+// git push into another repository of theirs (R1). The user then runs git
+// rebase --continue or git push on the host. A control makes the same
+// planting on the host and sees it get through.
+
+type opStateAttack struct {
+	name   string
+	setup  func(e *env) // the user's, on the host, before the server starts
+	steps  []string     // one call each
+	user   [][]string   // what the user runs afterwards, in the workspace
+	harmed func(e *env) bool
+}
+
+// twoCommits is the user's repository with a commit to rebase onto.
+func twoCommits(e *env) {
+	e.gitRepo()
+	e.git("commit", "-q", "--allow-empty", "-m", "second")
+}
+
+// otherRepo is the user's repository, and another of theirs outside the
+// workspace, a bare one the user pushes to.
+func otherRepo(e *env) {
+	e.gitRepo()
+	e.git("init", "-q", "--bare", filepath.Join(e.home, "other.git"))
+}
+
+var opStateAttacks = []opStateAttack{
+	{name: "an interactive rebase whose to-do list runs a command", setup: twoCommits,
+		steps: []string{`d=.git/rebase-merge && mkdir $d && git rev-parse HEAD > $d/orig-head && git rev-parse HEAD~1 > $d/onto &&
+git symbolic-ref HEAD > $d/head-name && : > $d/interactive && : > $d/done && echo 1 > $d/end && echo 0 > $d/msgnum &&
+echo "exec $PWN" > $d/git-rebase-todo`},
+		user: [][]string{{"status"}, {"-c", "core.editor=true", "rebase", "--continue"}},
+		harmed: func(e *env) bool {
+			_, err := os.Lstat(e.pwned())
+			return err == nil
+		}},
+	{name: "a legacy remotes file that pushes into another repository", setup: otherRepo,
+		steps: []string{`mkdir -p .git/remotes && printf 'URL: %s\nPush: HEAD:refs/heads/planted\n' "$OTHER.git" > .git/remotes/origin`},
+		user:  [][]string{{"push", "-q"}},
+		harmed: func(e *env) bool {
+			_, err := e.gitTry("--git-dir", filepath.Join(e.home, "other.git"), "rev-parse", "-q", "--verify", "refs/heads/planted")
+			return err == nil
+		}},
+}
+
+func TestEscapeGitOpState(t *testing.T) {
+	for _, tt := range opStateAttacks {
+		t.Run(tt.name, func(t *testing.T) { runOpStateAttack(t, tt) })
+	}
+}
+
+// runOpStateAttack runs one planting: its control on the host, then
+// one-shot and over MCP, each followed by what the user runs.
+func runOpStateAttack(t *testing.T, tt opStateAttack) {
+	user := func(e *env) bool {
+		os.Remove(e.pwned())
+		for _, args := range tt.user {
+			e.gitTry(args...)
+		}
+		return tt.harmed(e)
+	}
+	t.Run("control", func(t *testing.T) {
+		e := plantEnv(t)
+		tt.setup(e)
+		for _, s := range tt.steps {
+			e.hostSh(e.expand(s))
+		}
+		if !user(e) {
+			t.Fatal("planted on the host, it did not get through the user's git: the attack tests nothing")
+		}
+	})
+	t.Run("one-shot", func(t *testing.T) {
+		e := plantEnv(t)
+		tt.setup(e)
+		var notes []string
+		for _, s := range tt.steps {
+			_, stderr, _ := e.sh(e.expand(s))
+			notes = append(notes, stderr)
+		}
+		if user(e) {
+			t.Errorf("the user's git went on with what the sandbox planted\nstderr of the calls: %q", notes)
+		}
+		if !strings.Contains(strings.Join(notes, "\n"), "aside") {
+			t.Errorf("no call said what it moved aside: %q", notes)
+		}
+	})
+	t.Run("mcp", func(t *testing.T) {
+		e := plantEnv(t)
+		tt.setup(e)
+		s := e.serve()
+		var texts []string
+		for _, step := range tt.steps {
+			res, _ := s.sh(t, e.expand(step))
+			texts = append(texts, text(res))
+		}
+		if user(e) {
+			t.Errorf("the user's git went on with what the sandbox planted\nresults: %q", texts)
+		}
+		if !strings.Contains(strings.Join(texts, "\n"), "aside") {
+			t.Errorf("no result said what it moved aside: %q", texts)
+		}
+		if _, out := s.sh(t, "echo ok"); out.Stdout != "ok\n" {
+			t.Errorf("the next call: %+v", out)
+		}
+	})
+}
+
+// An agent's rebase stops at a conflict in one call and goes on in the
+// next: the state it leaves between them is git's own, and stays.
+func TestGitOpStateHonestRebase(t *testing.T) {
+	setup := func(e *env) {
+		e.write(filepath.Join(e.home, ".gitconfig"), identity, 0o644)
+		e.gitRepo()
+		e.git("branch", "-M", "main")
+		e.hostSh(`git checkout -qb topic && echo topic > README && git commit -qam topic && git checkout -q main &&
+echo main > README && git commit -qam main && git checkout -q topic`)
+	}
+	const first = `git rebase main; test -d .git/rebase-merge && echo stopped`
+	const second = `echo resolved > README && git add README && GIT_EDITOR=true git rebase --continue >/dev/null && git log --format=%s -3`
+	const want = "topic\nmain\ninitial\n"
+	check := func(t *testing.T, e *env, firstOut, secondOut string, notes []string) {
+		t.Helper()
+		if !strings.Contains(firstOut, "stopped") {
+			t.Fatalf("the first call's rebase did not stop at its conflict: %q", firstOut)
+		}
+		if secondOut != want {
+			t.Errorf("the second call: %q, want %q; notes: %q", secondOut, want, notes)
+		}
+		for _, n := range notes {
+			if strings.Contains(n, "aside") || strings.Contains(n, "note:") {
+				t.Errorf("honest use got a note: %s", n)
+			}
+		}
+		if st := e.git("status", "--porcelain"); st != "" || strings.Contains(e.git("status"), "rebase") {
+			t.Errorf("the host's git status after the calls: %q", e.git("status"))
+		}
+	}
+	t.Run("one-shot", func(t *testing.T) {
+		e := newEnv(t)
+		setup(e)
+		out1, err1, _ := e.sh(first)
+		out2, err2, _ := e.sh(second)
+		check(t, e, out1, out2, []string{err1, err2})
+	})
+	t.Run("mcp", func(t *testing.T) {
+		e := newEnv(t)
+		setup(e)
+		s := e.serve()
+		res1, out1 := s.sh(t, first)
+		res2, out2 := s.sh(t, second)
+		check(t, e, out1.Stdout, out2.Stdout, []string{text(res1), text(res2)})
+	})
+}

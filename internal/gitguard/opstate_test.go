@@ -1,0 +1,205 @@
+package gitguard
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// plantRebase writes an interactive rebase stopped in git directory $d,
+// with to-do list $todo: what git rebase -i leaves, made by hand.
+const plantRebase = `mkdir "$d" && git rev-parse HEAD > "$d/orig-head" && cp "$d/orig-head" "$d/onto" && git symbolic-ref HEAD > "$d/head-name" &&
+: > "$d/interactive" && : > "$d/done" && echo 1 > "$d/end" && echo 0 > "$d/msgnum" && printf '%s\n' "$todo" > "$d/git-rebase-todo"`
+
+// threeCommits is a repository whose last commit, picked again onto its
+// first, is no fast-forward: git merges it, with the strategy named.
+const threeCommits = `git init -q && echo a > f && git add f && git commit -qm a && echo b >> f && git commit -qam b && echo c > g && git add g && git commit -qm c`
+
+// strategyProgram plants, at the top of the work tree, what the strategy
+// "/../x" leads to: git runs "git merge-/../x", and the dashed command
+// "git-merge-/../x", holding a slash, is a path from the work tree.
+const strategyProgram = `mkdir git-merge- && printf '#!/bin/sh\n%s\n' "$PWN" > x && chmod +x x`
+
+// A command leaves an operation stopped in a git directory, for the user
+// to go on with: what goes on runs what it planted. Each is moved aside.
+func TestEndMovesPlantedOpStateAside(t *testing.T) {
+	cont := [][]string{{"-c", "core.editor=true", "rebase", "--continue"}}
+	for _, tt := range []planting{
+		{name: "an interactive rebase with an exec line",
+			setup:  "git init -q && git commit -q --allow-empty -m a && git commit -q --allow-empty -m b",
+			attack: `d=.git/rebase-merge todo="exec $PWN" && ` + plantRebase,
+			dirs:   []string{"."}, user: cont,
+			note: `moved .git/rebase-merge aside to .git/rebase-merge.quarantined-by-nanosandbox: its rebase state .git/rebase-merge holds the to-do line "exec touch `},
+		{name: "an exec line spelled x, after a harmless pick",
+			setup:  "git init -q && git commit -q --allow-empty -m a && git commit -q --allow-empty -m b",
+			attack: `d=.git/rebase-merge todo="$(printf '# a comment\nnoop\n  x\t%s' "$PWN")" && ` + plantRebase,
+			dirs:   []string{"."}, user: cont,
+			note: `holds the to-do line "x\t`},
+		{name: "a rebase whose merge strategy is a planted program",
+			setup:  threeCommits,
+			attack: `c=$(git rev-parse HEAD) && git reset -q --hard HEAD~2 && d=.git/rebase-merge todo="pick $c" && ` + plantRebase + ` && echo /../x > "$d/strategy" && ` + strategyProgram,
+			dirs:   []string{"."}, user: cont,
+			note: `its rebase state .git/rebase-merge holds the merge strategy "/../x", which the user's own git rebase --continue (or --skip) would run outside the sandbox`},
+		{name: "a cherry-pick whose merge strategy is a planted program",
+			setup: threeCommits,
+			attack: `c=$(git rev-parse HEAD) && git reset -q --hard HEAD~2 && mkdir .git/sequencer && git rev-parse HEAD > .git/sequencer/head &&
+cp .git/sequencer/head .git/sequencer/abort-safety && printf 'pick %s c\npick %s c\n' $c $c > .git/sequencer/todo &&
+git config -f .git/sequencer/opts options.strategy /../x && ` + strategyProgram,
+			dirs: []string{"."}, user: [][]string{{"-c", "core.editor=true", "cherry-pick", "--continue"}},
+			note: `its cherry-pick state .git/sequencer holds the merge strategy "/../x", which the user's own git cherry-pick --continue would run`},
+		{name: "a linked worktree's interactive rebase",
+			setup:  "git init -q && git commit -q --allow-empty -m a && git commit -q --allow-empty -m b && git worktree add -q wt",
+			attack: `cd wt && d=../.git/worktrees/wt/rebase-merge todo="exec $PWN" && ` + plantRebase,
+			dirs:   []string{"wt"}, user: cont,
+			note: `moved .git/worktrees/wt/rebase-merge aside`},
+		{name: "a rebase-merge in a repository the call made",
+			attack: `git init -q && git commit -q --allow-empty -m a && d=.git/rebase-merge todo="exec $PWN" && ` + plantRebase,
+			dirs:   []string{"."}, user: cont,
+			note: `moved .git aside`},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walking"
+			}
+			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
+		}
+	}
+}
+
+// git am goes on with options for git apply from rebase-apply/apply-opt:
+// --build-fake-ancestor=PATH replaces the file at PATH, outside the
+// roots, with an index.
+func TestEndMovesPlantedOpStateApplyOptionsAside(t *testing.T) {
+	const setup = `git init -q && echo a > f && git add f && git commit -qm a && git checkout -qb side && echo b > f && git commit -qam p1 &&
+echo c > g && git add g && git commit -qm p2 && git format-patch -q -2 -o ../patches && git checkout -q - && echo z > f && git commit -qam z`
+	// The user's git am stopped at the first patch's conflict; the
+	// command resolves it, and plants the option.
+	const attack = `echo b > f && git add f && printf "'--build-fake-ancestor=%s'" "$VICTIM" > .git/rebase-apply/apply-opt`
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watching", true: "walking"}[walk], func(t *testing.T) {
+			harmed := func(guard bool) (bool, []string) {
+				f := newFixture(t)
+				f.walk = walk
+				victim := filepath.Join(f.home, "victim")
+				if err := os.WriteFile(victim, []byte("the user's\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				f.sh(setup)
+				f.sh("git am -q ../patches/*.patch >/dev/null 2>&1; test -d .git/rebase-apply")
+				var notes []string
+				if guard {
+					f.start()
+					notes = f.call(strings.ReplaceAll(attack, "$VICTIM", victim))
+				} else {
+					f.sh(strings.ReplaceAll(attack, "$VICTIM", victim))
+				}
+				f.sh("git -c core.editor=true am --continue >/dev/null 2>&1; true")
+				b, _ := os.ReadFile(victim)
+				return string(b) != "the user's\n", notes
+			}
+			if ok, _ := harmed(false); !ok {
+				t.Fatal("control: git am --continue left the file outside as it was; the attack tests nothing")
+			}
+			ok, notes := harmed(true)
+			if ok {
+				t.Errorf("the user's git am --continue wrote outside the roots; notes: %q", notes)
+			}
+			if want := `its rebase (or am) state .git/rebase-apply holds the git apply option "'--build-fake-ancestor=`; !strings.Contains(strings.Join(notes, "\n"), want) {
+				t.Errorf("notes %q, want one containing %q", notes, want)
+			}
+		})
+	}
+}
+
+// Honest operations stopped in one call and gone on with in the next, or
+// the user's own stopped before the server started and gone on with in a
+// call, are left alone: no note, nothing moved.
+func TestHonestOpStateStays(t *testing.T) {
+	const diverged = `git init -q && echo a > f && git add f && git commit -qm a && git branch -m main && git checkout -qb topic &&
+echo topic > f && git commit -qam topic && echo t2 > g && git add g && git commit -qm t2 && git checkout -q main && echo main > f && git commit -qam main && git checkout -q topic`
+	const resolve = `echo resolved > f && git add f && `
+	for _, tt := range []struct {
+		name  string
+		setup string   // the user's, before the server starts
+		calls []string // each one call
+		left  string   // what the first call leaves, if any
+	}{
+		{name: "a conflicted rebase, continued in the next call", setup: diverged,
+			calls: []string{`git rebase main >/dev/null 2>&1; test -d .git/rebase-merge`, resolve + `GIT_EDITOR=true git rebase --continue`},
+			left:  ".git/rebase-merge"},
+		{name: "a conflicted interactive rebase with a sequence editor", setup: diverged,
+			calls: []string{`GIT_SEQUENCE_EDITOR="sed -i 2s/^pick/reword/" git rebase -i main >/dev/null 2>&1; test -d .git/rebase-merge`, resolve + `GIT_EDITOR=true git rebase --continue`},
+			left:  ".git/rebase-merge"},
+		{name: "the user's own rebase --exec, continued in a call",
+			setup: `git init -q && git commit -q --allow-empty -m base && for i in 1 2 3; do echo $i >> u && git add u && git commit -qm u$i; done &&
+GIT_SEQUENCE_EDITOR="sed -i s/^pick/edit/" git rebase -q -i --exec true HEAD~3`,
+			calls: []string{`git rebase --continue >/dev/null 2>&1; grep -q '^exec true' .git/rebase-merge/git-rebase-todo`, `git rebase --continue && git rebase --continue && test ! -e .git/rebase-merge`},
+			left:  ".git/rebase-merge"},
+		{name: "a conflicted cherry-pick of two commits", setup: diverged + ` && git checkout -q main`,
+			calls: []string{`git cherry-pick --strategy=ort -x topic~1 topic >/dev/null 2>&1; test -f .git/sequencer/opts`, resolve + `GIT_EDITOR=true git cherry-pick --continue`},
+			left:  ".git/sequencer"},
+		{name: "git init's empty branches directory", setup: "git init -q && mkdir -p .git/branches",
+			calls: []string{`git init -q sub && mkdir -p sub/.git/branches`}},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walking"
+			}
+			t.Run(name, func(t *testing.T) {
+				f := newFixture(t)
+				f.walk = walk
+				f.sh(tt.setup)
+				f.start()
+				for i, c := range tt.calls {
+					if notes := f.call(c); len(notes) != 0 {
+						t.Fatalf("call %d was judged: %q", i+1, notes)
+					}
+					if i == 0 && tt.left != "" {
+						if _, err := os.Lstat(filepath.Join(f.root, tt.left)); err != nil {
+							t.Fatalf("the first call left no %s: %v", tt.left, err)
+						}
+					}
+				}
+				if out := f.sh("ls -a .git"); strings.Contains(out, "quarantined") {
+					t.Errorf("something was moved aside: %s", out)
+				}
+			})
+		}
+	}
+}
+
+// A legacy remote file points the user's git push into another repository
+// of theirs, outside the roots, when the config defines no URL for the
+// remote. That repository's post-receive hook, the user's own, leaves the
+// marker: it shows that the push got there.
+func TestEndMovesPlantedRemotesAside(t *testing.T) {
+	const other = `git init -q && git commit -q --allow-empty -m a && o=$(cd .. && pwd)/home/other.git && git init -q --bare "$o" &&
+printf '#!/bin/sh\n%s\n' "$PWN" > "$o/hooks/post-receive" && chmod +x "$o/hooks/post-receive"`
+	const o = `o=$(cd .. && pwd)/home/other.git && `
+	push := [][]string{{"push", "-q"}}
+	for _, tt := range []planting{
+		{name: "remotes/origin with a push refspec", setup: other,
+			attack: o + `mkdir -p .git/remotes && printf 'URL: %s\nPush: HEAD:refs/heads/planted\n' "$o" > .git/remotes/origin`,
+			dirs:   []string{"."}, user: push,
+			note: `moved .git/remotes aside to .git/remotes.quarantined-by-nanosandbox: its legacy remotes directory .git/remotes holds "origin", a remote the user's own git push`},
+		{name: "branches/origin in git init's branches directory", setup: other + ` && mkdir -p .git/branches`,
+			attack: o + `printf '%s#planted\n' "$o" > .git/branches/origin`,
+			dirs:   []string{"."}, user: push,
+			note: `moved .git/branches aside`},
+		{name: "the user's remotes file rewritten", setup: other + ` && mkdir -p .git/remotes && echo 'URL: /nonexistent' > .git/remotes/origin`,
+			attack: o + `printf 'URL: %s\nPush: HEAD:refs/heads/planted\n' "$o" > .git/remotes/origin`,
+			dirs:   []string{"."}, user: push,
+			note: `moved .git/remotes aside`},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walking"
+			}
+			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
+		}
+	}
+}
