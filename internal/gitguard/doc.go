@@ -30,7 +30,9 @@
 //     a config key outside a short allow-list of plain settings, a hook that
 //     is not a sample, a redirection out of the writable roots, or anything
 //     that cannot be read safely is made harmless by renaming it aside, and
-//     the call's result says so.
+//     the call's result says so. Every symbolic link made inside a git
+//     directory during the call is removed (links.go): git writes through
+//     them.
 //
 // A git directory is trusted when it is seen while no call runs: the user
 // made it, or it was judged harmless at the end of a call. Everything read
