@@ -348,6 +348,8 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		}
 		var why string
 		switch {
+		case e.odd == oddCommon:
+			why = "its " + g.name(e) + " " + strings.TrimPrefix(oddCommon, "it ") + ", where the links the user's own git would write through, outside the sandbox, are not looked for"
 		case e.odd != "":
 			g.logf("git guard: %s: %s", e.path, e.odd)
 			why = "its " + g.name(e) + " cannot be read safely, so what it does is unknown"
@@ -373,7 +375,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		if why == "" {
 			continue
 		}
-		if e.role != roleOpState && e.role != roleRemotes {
+		if e.role != roleOpState && e.role != roleRemotes && e.odd != oddCommon {
 			why += ", which the user's own git would run outside the sandbox"
 		}
 		// A work tree is never moved aside itself: it holds the user's

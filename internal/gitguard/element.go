@@ -151,8 +151,11 @@ func (r *resolver) resolve(c candidate) []element {
 			break
 		}
 		common, err = canonical(under(gitdir, p))
-		if err != nil {
+		switch {
+		case err != nil:
 			cd.odd = err.Error()
+		case common != gitdir && !watchedAsGitdir(common):
+			cd.odd = oddCommon
 		}
 	}
 	out = append(out, cd)
@@ -288,6 +291,30 @@ func (r *resolver) resolve(c candidate) []element {
 		out = append(out, e)
 	}
 	return out
+}
+
+// oddCommon is a commondir's oddity when it names a directory the finders
+// do not take for a git directory. Git keeps a repository's refs, reflogs,
+// packed-refs, rr-cache and worktrees there, and needs only objects/ and
+// refs/ in it; a symbolic link there is a way out for the user's git
+// (links.go), and the finders look for links only in what they know for a
+// git directory. Git itself only ever names one that holds HEAD too: the
+// main git directory of a linked worktree, a bare repository.
+const oddCommon = "it names a directory that is not a whole git directory (HEAD, objects/ and refs/)"
+
+// watchedAsGitdir reports whether the finders take the directory at path,
+// by its own entries or its name, for a git directory (withGitdir).
+func watchedAsGitdir(path string) bool {
+	if markerOf(filepath.Base(path)) == hasDotgit {
+		return true
+	}
+	var flags uint8
+	for name, bit := range markers {
+		if id, err := lstatIdent(filepath.Join(path, name)); err == nil && id.exists() {
+			flags |= bit
+		}
+	}
+	return gitLike(flags)
 }
 
 // opStateDirs are where git keeps, per git directory (so per worktree), an

@@ -197,3 +197,97 @@ func TestUncheckedEndIsJudgedLater(t *testing.T) {
 		}
 	}
 }
+
+// commonWithoutHEAD makes a repository w whose git directory r names, in
+// commondir, a directory c that holds the repository's objects, refs and
+// reflogs but no HEAD: git works there, and c is no git directory to the
+// finders, so a link in it would not be looked for.
+const commonWithoutHEAD = `git init -q w && git -C w commit -q --allow-empty -m w && mv w/.git c && mkdir r && mv c/HEAD c/index r/ && mkdir r/logs && mv c/logs/HEAD r/logs/ &&
+echo ../c > r/commondir && printf 'gitdir: ../r\n' > w/.git && git -C w status -s`
+
+// A repository's commondir names a directory the finders do not take for
+// a git directory: the links planted there, through which the user's git
+// would write outside, are never looked for. Such a commondir, which git
+// never writes, is moved aside with what names it.
+func TestCommondirWithoutHEAD(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup string
+		calls []string
+		user  [][]string
+		note  string
+	}{
+		{name: "a branch's reflog",
+			calls: []string{commonWithoutHEAD + ` && ln -sf "$OUT/x" c/logs/refs/heads/master`},
+			user:  [][]string{{"commit", "-q", "--allow-empty", "-m", "user"}},
+			note:  `moved w/.git aside to w/.git.quarantined-by-nanosandbox: its commondir r/commondir names a directory that is not a whole git directory (HEAD, objects/ and refs/), where the links`},
+		{name: "the pack directory, for gc",
+			calls: []string{commonWithoutHEAD + ` && rmdir c/objects/pack && ln -s "$OUT" c/objects/pack`},
+			user:  [][]string{{"gc", "-q"}},
+			note:  `moved w/.git aside`},
+		{name: "a linked worktree's directory, which gc prunes",
+			calls: []string{commonWithoutHEAD + ` && mkdir -p "$OUT/keep" && touch "$OUT/keep/f" && mkdir -p c/worktrees && ln -s "$OUT/keep" c/worktrees/x`},
+			user:  [][]string{{"worktree", "prune"}},
+			note:  `moved w/.git aside`},
+		// The first call's layout is whole, and trusted; the second takes
+		// HEAD away, and plants.
+		{name: "HEAD taken away later",
+			calls: []string{commonWithoutHEAD + ` && echo 'ref: refs/heads/master' > c/HEAD`,
+				`rm c/HEAD && ln -sf "$OUT/x" c/logs/refs/heads/master`},
+			user: [][]string{{"commit", "-q", "--allow-empty", "-m", "user"}},
+			note: `moved r/commondir aside`},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walked"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				run := func(guarded bool) (bool, []string) {
+					f := newFixture(t)
+					f.walk = walk
+					out := filepath.Join(f.home, "out")
+					os.Mkdir(out, 0o755)
+					expand := func(s string) string { return strings.ReplaceAll(s, "$OUT", out) }
+					var notes []string
+					if guarded {
+						f.start()
+					}
+					for i, c := range tt.calls {
+						if i > 0 {
+							time.Sleep(settle + 100*time.Millisecond)
+						}
+						if guarded {
+							if n := f.call(expand(c)); i == len(tt.calls)-1 {
+								notes = n
+							} else if len(n) != 0 {
+								t.Fatalf("call %d was judged: %q", i+1, n)
+							}
+						} else {
+							f.sh(expand(c))
+						}
+					}
+					// Only what the user's git does there counts.
+					before := f.sh(`find "` + out + `" | sort`)
+					for _, args := range tt.user {
+						cmd := exec.Command(f.git, append([]string{"-C", filepath.Join(f.root, "w")}, args...)...)
+						cmd.Env = f.env()
+						cmd.Run()
+					}
+					return f.sh(`find "`+out+`" | sort`) != before, notes
+				}
+				if got, _ := run(false); !got {
+					t.Fatal("control: the user's git changed nothing outside: the planting tests nothing")
+				}
+				got, notes := run(true)
+				if got {
+					t.Errorf("the user's git changed what is outside; notes: %q", notes)
+				}
+				if !strings.Contains(strings.Join(notes, "\n"), tt.note) {
+					t.Errorf("notes %q, want one containing %q", notes, tt.note)
+				}
+			})
+		}
+	}
+}
