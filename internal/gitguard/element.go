@@ -44,7 +44,8 @@ type element struct {
 	id   ident  // the zero ident when absent
 	// odd says why it cannot be read safely, or is "".
 	odd string
-	// content is a config file's content, entries a hooks directory's,
+	// content is a config file's content, entries a hooks directory's
+	// (and an operation state directory's entries git keeps no file as),
 	// files an operation state directory's decisive files (opStateFiles)
 	// by name, those present.
 	content []byte
@@ -324,21 +325,81 @@ func watchedAsGitdir(path string) bool {
 // they say.
 var opStateDirs = []string{"rebase-merge", "rebase-apply", "sequencer"}
 
-// opStateFiles are the files of each that decide what git runs or writes
-// outside the work tree when it goes on (sequencer.c, builtin/rebase.c,
-// builtin/am.c): the to-do list, whose exec lines run; a merge strategy,
-// which when not git's own is a program; git apply's options for git am;
-// the cherry-pick options (config format). The rest holds object ids,
-// ref names, messages and switches.
-var opStateFiles = map[string][]string{
-	"rebase-merge": {"git-rebase-todo", "strategy"},
-	"rebase-apply": {"apply-opt", "strategy"},
-	"sequencer":    {"opts"},
+// stateFile is how git reads a file of an operation state directory when
+// the operation goes on.
+type stateFile uint8
+
+const (
+	// stateInert: read as object ids, ref names, counters, messages,
+	// patches, author lines or switches (sequencer.c read_populate_opts,
+	// builtin/rebase.c read_basic_state, builtin/am.c am_load): nothing
+	// in it runs, or names a place git writes.
+	stateInert        stateFile = iota + 1
+	stateTodo                   // a to-do list, whose exec lines run
+	stateStrategy               // a merge strategy: when not one of git's own, a program
+	stateStrategyOpts           // its -X options, which git's scripted strategies hand to git read-tree
+	stateApplyOpt               // options for git apply
+	stateOpts                   // the cherry-pick options, config format
+)
+
+// opStateFiles are the files git keeps in each state directory, from
+// git 2.39 on, and how it reads them. Any other entry counts as a risk when
+// a call makes or changes it: what git would read there is known by name,
+// so a file this list does not know (a later git's, or one planted for a
+// reader this list misses) is never taken for inert.
+var opStateFiles = map[string]map[string]stateFile{
+	"rebase-merge": withInert(map[string]stateFile{
+		"git-rebase-todo": stateTodo, "strategy": stateStrategy, "strategy_opts": stateStrategyOpts,
+	}, "git-rebase-todo.backup", "done", "dropped", "msgnum", "end", "message", "message-squash",
+		"message-fixup", "current-fixups", "author-script", "amend", "stopped-sha", "patch",
+		"rewritten-list", "rewritten-pending", "squash-onto", "refs-to-delete", "update-refs",
+		"gpg_sign_opt", "cdate_is_adate", "ignore_date", "orig-head", "head", "verbose", "quiet",
+		"signoff", "head-name", "onto", "autostash", "allow_rerere_autoupdate",
+		"reschedule-failed-exec", "no-reschedule-failed-exec", "drop_redundant_commits",
+		"keep_redundant_commits", "trailer", "interactive"),
+	// Git am's, and git rebase's apply backend's; the patches are
+	// numbered files (opStateInert).
+	"rebase-apply": withInert(map[string]stateFile{
+		"apply-opt": stateApplyOpt, "strategy": stateStrategy, "strategy_opts": stateStrategyOpts,
+	}, "abort-safety", "applying", "author-script", "dirtyindex", "final-commit", "info", "keep",
+		"last", "messageid", "msg", "next", "original-commit", "patch", "patch-merge-index",
+		"quiet", "quoted-cr", "rebasing", "rerere-autoupdate", "rewritten", "scissors", "sign",
+		"threeway", "utf8", "head-name", "onto", "orig-head", "head", "verbose",
+		"allow_rerere_autoupdate", "gpg_sign_opt", "signoff", "autostash"),
+	// Git reads sequencer/todo for a cherry-pick or revert, and takes
+	// only pick or revert lines there.
+	"sequencer": withInert(map[string]stateFile{"todo": stateTodo, "opts": stateOpts}, "head", "abort-safety"),
 }
 
+func withInert(m map[string]stateFile, inert ...string) map[string]stateFile {
+	for _, n := range inert {
+		m[n] = stateInert
+	}
+	return m
+}
+
+// stateKind is how git reads the entry name of the state directory dir.
+// Zero: git keeps no such entry there.
+func stateKind(dir, name string) stateFile {
+	if k := opStateFiles[dir][name]; k != 0 {
+		return k
+	}
+	if dir == "rebase-apply" && name != "" && strings.Trim(name, "0123456789") == "" {
+		return stateInert // git am's patches, 0001 on
+	}
+	return 0
+}
+
+// maxStateEntries bounds a state directory's listing: git am keeps one
+// file per patch.
+const maxStateEntries = 200_000
+
 // opStateDir reads an operation state directory element: its identity is
-// the directory's and a digest of its decisive files, so that it changes
-// when what git would run does, and not at every step git records.
+// the directory's, and a digest of the files that decide what git runs or
+// writes (their content) and of the entries git keeps no such file as
+// (their identity), so that it changes when what git would do does, and
+// not at every step git records. files holds the content of the first;
+// unknown names the others.
 func opStateDir(path string) element {
 	e := element{role: roleOpState, path: path}
 	id, err := lstatIdent(path)
@@ -354,20 +415,38 @@ func opStateDir(path string) element {
 		return e
 	}
 	e.id = ident{Kind: id.Kind, Dev: id.Dev, Ino: id.Ino}
+	ents, _, err := listDir(path, maxStateEntries)
+	if err != nil {
+		e.odd = err.Error()
+		return e
+	}
+	dir := filepath.Base(path)
+	for _, en := range ents {
+		if stateKind(dir, en.name) == 0 {
+			e.entries = append(e.entries, en)
+		}
+	}
+	if err := statEach(path, id, e.entries); err != nil {
+		e.odd = err.Error()
+		return e
+	}
 	e.files = map[string][]byte{}
 	var all bytes.Buffer
-	for _, name := range opStateFiles[filepath.Base(path)] {
-		p := filepath.Join(path, name)
-		if fid, err := lstatIdent(p); err == nil && !fid.exists() {
-			continue
+	for _, en := range e.entries {
+		fmt.Fprintf(&all, "?%s\x00%v\x00", en.name, en.id)
+	}
+	for _, en := range ents {
+		switch stateKind(dir, en.name) {
+		case stateInert, 0:
+		default:
+			b, _, err := readRegular(filepath.Join(path, en.name), maxStateBytes)
+			if err != nil {
+				e.odd = err.Error()
+				return e
+			}
+			e.files[en.name] = b
+			fmt.Fprintf(&all, "%s\x00%d\x00%s", en.name, len(b), b)
 		}
-		b, _, err := readRegular(p, maxStateBytes)
-		if err != nil {
-			e.odd = err.Error()
-			return e
-		}
-		e.files[name] = b
-		fmt.Fprintf(&all, "%s\x00%d\x00%s", name, len(b), b)
 	}
 	e.id.Sum = contentSum(all.Bytes())
 	return e

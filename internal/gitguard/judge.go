@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -98,6 +99,7 @@ var quietTodo = map[string]bool{
 	"squash": true, "s": true, "fixup": true, "f": true, "drop": true, "d": true,
 	"label": true, "l": true, "reset": true, "t": true, "merge": true, "m": true,
 	"update-ref": true, "u": true, "break": true, "b": true, "noop": true,
+	"revert": true, // a cherry-pick's or revert's to-do list (sequencer/todo)
 }
 
 // todoRisks returns the lines of an interactive rebase's to-do list that
@@ -191,37 +193,116 @@ func amApplyOption(o string) bool {
 	return false
 }
 
+// mergeOptions are the -X options git's merge strategies take
+// (merge-ort.c, parse_merge_opt), by name; those ending in "=" take a value.
+var mergeOptions = map[string]bool{
+	"ours": true, "theirs": true, "subtree": true, "patience": true, "histogram": true,
+	"ignore-space-change": true, "ignore-all-space": true, "ignore-space-at-eol": true,
+	"ignore-cr-at-eol": true, "renormalize": true, "no-renormalize": true, "no-renames": true,
+	"find-renames": true, "subtree=": true, "diff-algorithm=": true, "find-renames=": true,
+	"rename-threshold=": true,
+}
+
+// mergeOptionRisk is what a strategy option o (as git hands it on, "--"
+// dropped) would do beyond a merge option: git's scripted strategies
+// (git-merge-resolve, git-merge-octopus) take every word before "--" for a
+// merge base and pass it to git read-tree unquoted, through the shell, so
+// that --index-output=PATH writes an index at PATH. Only the options git's
+// own strategies know pass, with values of letters, digits and . _ / + -
+// (no blank, quote or glob for the shell to work on).
+func mergeOptionRisk(o string) string {
+	name, value, hasValue := strings.Cut(o, "=")
+	if hasValue {
+		name += "="
+	}
+	if mergeOptions[name] && strings.Trim(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/+-") == "" {
+		return ""
+	}
+	return "the merge strategy option " + quoteCapped(o)
+}
+
+// strategyOptRisks returns what a strategy_opts file would hand the merge
+// strategy beyond merge options. Git reads it (sequencer.c,
+// parse_strategy_opts) with one trailing newline and one leading space
+// dropped, split as split_cmdline splits, which reads quotes and
+// backslashes, and "--" dropped from each word. Only words split_cmdline
+// reads as written are read here: spaces between them, and each word bare
+// or whole in double quotes (as quote_cmdline writes it), with no quote or
+// backslash in it; anything else is a risk.
+func strategyOptRisks(b []byte) []string {
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	var out []string
+	for _, w := range strings.Split(s, " ") {
+		if w == "" {
+			continue
+		}
+		v := w
+		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+			v = v[1 : len(v)-1]
+		}
+		if strings.ContainsAny(v, "\"'\\\t\r\n\v\f\x00") {
+			out = append(out, "the merge strategy options "+quoteCapped(s))
+			continue
+		}
+		if r := mergeOptionRisk(strings.TrimPrefix(v, "--")); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // opStateRisks returns what an operation state directory would make the
-// user's git run or write when it goes on, each said for the model.
+// user's git run or write when it goes on, each said for the model: what
+// its decisive files hold, and each entry git keeps no file as.
 // sequencer/opts is config-format, listed by git.
 func opStateRisks(list lister, e element) []string {
 	var out []string
-	for _, name := range opStateFiles[filepath.Base(e.path)] {
-		b, ok := e.files[name]
-		if !ok {
-			continue
-		}
-		switch name {
-		case "git-rebase-todo":
+	dir := filepath.Base(e.path)
+	for _, name := range sortedNames(e.files) {
+		b := e.files[name]
+		switch stateKind(dir, name) {
+		case stateTodo:
 			out = append(out, todoRisks(b)...)
-		case "strategy":
+		case stateStrategy:
 			if r := strategyRisk(b); r != "" {
 				out = append(out, r)
 			}
-		case "apply-opt":
+		case stateStrategyOpts:
+			out = append(out, strategyOptRisks(b)...)
+		case stateApplyOpt:
 			out = append(out, applyOptRisks(b)...)
-		case "opts":
+		case stateOpts:
 			entries, err := list(b)
 			if err != nil {
 				out = append(out, "options git could not read ("+err.Error()+")")
 			}
 			for _, en := range entries {
-				if en.Section == "options" && en.Subsection == "" && en.Name == "strategy" && !ownStrategies[en.Value] {
+				if en.Section != "options" || en.Subsection != "" {
+					continue
+				}
+				switch {
+				case en.Name == "strategy" && !ownStrategies[en.Value]:
 					out = append(out, "the merge strategy "+quoteCapped(en.Value))
+				case en.Name == "strategy-option":
+					if r := mergeOptionRisk(en.Value); r != "" {
+						out = append(out, r)
+					}
 				}
 			}
 		}
 	}
+	for _, en := range e.entries {
+		out = append(out, "an entry git does not write there, "+quoteCapped(en.name))
+	}
+	return out
+}
+
+func sortedNames(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }
 

@@ -2,6 +2,7 @@ package gitguard
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -140,6 +141,18 @@ GIT_SEQUENCE_EDITOR="sed -i s/^pick/edit/" git rebase -q -i --exec true HEAD~3`,
 		{name: "a conflicted cherry-pick of two commits", setup: diverged + ` && git checkout -q main`,
 			calls: []string{`git cherry-pick --strategy=ort -x topic~1 topic >/dev/null 2>&1; test -f .git/sequencer/opts`, resolve + `GIT_EDITOR=true git cherry-pick --continue`},
 			left:  ".git/sequencer"},
+		{name: "a conflicted rebase with strategy options", setup: diverged,
+			calls: []string{`git rebase -s ort -X patience -X diff-algorithm=histogram -X find-renames=40 main >/dev/null 2>&1; grep -q patience .git/rebase-merge/strategy_opts`, resolve + `GIT_EDITOR=true git rebase --continue`},
+			left:  ".git/rebase-merge"},
+		{name: "a conflicted cherry-pick with strategy options", setup: diverged + ` && git checkout -q main`,
+			calls: []string{`git cherry-pick -X patience -X ignore-space-change topic~1 topic >/dev/null 2>&1; grep -q strategy-option .git/sequencer/opts`, resolve + `GIT_EDITOR=true git cherry-pick --continue`},
+			left:  ".git/sequencer"},
+		{name: "a conflicted rebase on the apply backend, with its options", setup: diverged,
+			calls: []string{`git rebase --apply --signoff -C1 main >/dev/null 2>&1; test -f .git/rebase-apply/0001`, resolve + `git rebase --continue`},
+			left:  ".git/rebase-apply"},
+		{name: "a conflicted git am of two patches", setup: diverged + ` && git format-patch -q -2 -o ../p && git checkout -q main`,
+			calls: []string{`git am -3 --keep-cr ../p/*.patch >/dev/null 2>&1; test -f .git/rebase-apply/0002`, resolve + `git am --continue`},
+			left:  ".git/rebase-apply"},
 		{name: "git init's empty branches directory", setup: "git init -q && mkdir -p .git/branches",
 			calls: []string{`git init -q sub && mkdir -p sub/.git/branches`}},
 	} {
@@ -200,6 +213,93 @@ printf '#!/bin/sh\n%s\n' "$PWN" > "$o/hooks/post-receive" && chmod +x "$o/hooks/
 				name += ", walking"
 			}
 			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
+		}
+	}
+}
+
+// Options for the merge strategy: git's scripted strategies (resolve,
+// octopus) hand them to git read-tree, where --index-output=PATH writes an
+// index at PATH, outside the roots, when the user's git goes on.
+func TestEndMovesPlantedStrategyOptionsAside(t *testing.T) {
+	// The commit the operation picks, after the branch went back to the
+	// first: no fast-forward, so the strategy runs.
+	const back = `c=$(git rev-parse HEAD) && git reset -q --hard HEAD~2 && `
+	for _, tt := range []struct {
+		name   string
+		attack string
+		user   []string
+		note   string
+	}{
+		{name: "a rebase's strategy_opts",
+			attack: back + `d=.git/rebase-merge todo="pick $c" && ` + plantRebase + ` && echo resolve > "$d/strategy" && printf ' --index-output=%s\n' "$VICTIM" > "$d/strategy_opts"`,
+			user:   []string{"-c", "core.editor=true", "rebase", "--continue"},
+			note:   `its rebase state .git/rebase-merge holds the merge strategy option "index-output=`},
+		{name: "a rebase's strategy_opts, quoted as git quotes",
+			attack: back + `d=.git/rebase-merge todo="pick $c" && ` + plantRebase + ` && echo resolve > "$d/strategy" && printf '"--index-output=%s"\n' "$VICTIM" > "$d/strategy_opts"`,
+			user:   []string{"-c", "core.editor=true", "rebase", "--continue"},
+			note:   `holds the merge strategy option "index-output=`},
+		{name: "a cherry-pick's strategy-option",
+			attack: back + `mkdir .git/sequencer && git rev-parse HEAD > .git/sequencer/head && cp .git/sequencer/head .git/sequencer/abort-safety &&
+printf 'pick %s c\npick %s c\n' $c $c > .git/sequencer/todo && git config -f .git/sequencer/opts options.strategy resolve &&
+git config -f .git/sequencer/opts options.strategy-option "index-output=$VICTIM"`,
+			user: []string{"-c", "core.editor=true", "cherry-pick", "--continue"},
+			note: `its cherry-pick state .git/sequencer holds the merge strategy option "index-output=`},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walking"
+			}
+			t.Run(name, func(t *testing.T) {
+				harmed := func(guard bool) (bool, []string) {
+					f := newFixture(t)
+					f.walk = walk
+					victim := filepath.Join(f.home, "victim")
+					if err := os.WriteFile(victim, []byte("the user's\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					f.sh(threeCommits)
+					attack := strings.ReplaceAll(tt.attack, "$VICTIM", victim)
+					var notes []string
+					if guard {
+						f.start()
+						notes = f.call(attack)
+					} else {
+						f.sh(attack)
+					}
+					cmd := exec.Command(f.git, append([]string{"-C", f.root}, tt.user...)...)
+					cmd.Env = f.env()
+					cmd.Run()
+					b, _ := os.ReadFile(victim)
+					return string(b) != "the user's\n", notes
+				}
+				if ok, _ := harmed(false); !ok {
+					t.Fatal("control: the user's git left the file outside as it was; the attack tests nothing")
+				}
+				ok, notes := harmed(true)
+				if ok {
+					t.Errorf("the user's git wrote outside the roots; notes: %q", notes)
+				}
+				if !strings.Contains(strings.Join(notes, "\n"), tt.note) {
+					t.Errorf("notes %q, want one containing %q", notes, tt.note)
+				}
+			})
+		}
+	}
+}
+
+// An entry git keeps no file as, made in a state directory by a call, is
+// not taken for inert: git's readers are known by name, and a file this
+// guard does not know could be read by one it misses.
+func TestEndMovesUnknownOpStateEntriesAside(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		f := newFixture(t)
+		f.walk = walk
+		f.sh("git init -q && git commit -q --allow-empty -m a && git commit -q --allow-empty -m b")
+		f.start()
+		notes := f.call(`d=.git/rebase-merge todo="pick $(git rev-parse HEAD)" && ` + plantRebase + ` && echo x > "$d/hook-me"`)
+		if want := `its rebase state .git/rebase-merge holds an entry git does not write there, "hook-me"`; !strings.Contains(strings.Join(notes, "\n"), want) {
+			t.Errorf("walk=%v: notes %q, want one containing %q", walk, notes, want)
 		}
 	}
 }
