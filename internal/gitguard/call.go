@@ -367,6 +367,8 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			if w := judgeOpState(g.listByContent, e, g.trustedVersion(cand, e, newCand)); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ", which the user's own " + goOn(e.path) + " would run outside the sandbox"
 			}
+		case e.role == roleRerere && e.id.exists() && e.id.Sum != emptySum && g.trustedVersion(cand, e, newCand).id.Sum != e.id.Sum:
+			why = "its " + g.name(e) + " was made or changed by a call: it names the files the user's own git commit (or git rerere) would read and write, wherever the names lead, outside the sandbox too; the conflicts of a merge made in a call are not remembered by rerere"
 		case e.role == roleRemotes:
 			if w := judgeRemotes(e, g.trustedVersion(cand, e, newCand)); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ", a remote the user's own git push, fetch and pull would use outside the sandbox when the config names no URL for it"
@@ -375,7 +377,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		if why == "" {
 			continue
 		}
-		if e.role != roleOpState && e.role != roleRemotes && e.odd != oddCommon {
+		if e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.odd != oddCommon {
 			why += ", which the user's own git would run outside the sandbox"
 		}
 		// A work tree is never moved aside itself: it holds the user's
@@ -441,7 +443,7 @@ func unjudged(newCand bool, changed []element) []verdict {
 		if e.role == roleWorktree {
 			return []verdict{{why: why, whole: true}}
 		}
-		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes) {
+		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes || e.role == roleRerere) {
 			out = append(out, verdict{why: why, el: e})
 		}
 	}
@@ -451,6 +453,10 @@ func unjudged(newCand bool, changed []element) []verdict {
 // inertCommondir is the digest of a commondir that redirects nothing: the
 // stand-in a killed server left behind.
 var inertCommondir = contentSum([]byte(commondirPlaceholder))
+
+// emptySum is the digest of an empty file: a MERGE_RR that names nothing,
+// as git commit leaves it.
+var emptySum = contentSum(nil)
 
 // listFor lists e's content, from the cache when it was listed already.
 func (g *Guard) listFor(e element) lister {
@@ -482,6 +488,8 @@ func (g *Guard) name(e element) string {
 		return map[string]string{"rebase-merge": "rebase state ", "rebase-apply": "rebase (or am) state ", "sequencer": "cherry-pick state "}[filepath.Base(e.path)] + s
 	case roleRemotes:
 		return "legacy remotes directory " + s
+	case roleRerere:
+		return "rerere record " + s
 	}
 	return s
 }

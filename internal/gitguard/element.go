@@ -22,10 +22,11 @@ const (
 	roleWorktree              // the work tree core.worktree names, where git writes and deletes files
 	roleOpState               // an operation git stopped in (rebase-merge, rebase-apply, sequencer): what it runs when it goes on
 	roleRemotes               // remotes/ or branches/ of a common dir: remotes git reads when the config defines none
+	roleRerere                // MERGE_RR of a git directory: the paths rerere reads and writes when a merge's conflicts are resolved
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -285,6 +286,7 @@ func (r *resolver) resolve(c candidate) []element {
 	for _, name := range opStateDirs {
 		out = append(out, opStateDir(filepath.Join(gitdir, name)))
 	}
+	out = append(out, rerereRecord(filepath.Join(gitdir, "MERGE_RR")))
 	// Git reads remotes/NAME, then branches/NAME, for a remote its config
 	// does not define: a URL, and refspecs for push and fetch.
 	for _, name := range []string{"remotes", "branches"} {
@@ -449,6 +451,33 @@ func opStateDir(path string) element {
 		}
 	}
 	e.id.Sum = contentSum(all.Bytes())
+	return e
+}
+
+// rerereRecord reads a git directory's MERGE_RR, where rerere keeps the
+// conflicts of a merge under way: a record per path, which the user's git
+// commit (rerere, after it) reads, and copies into rr-cache when it holds
+// no conflict, or overwrites with a recorded resolution. Git takes each
+// path as written, from the work tree, ".." and all, and never checks it
+// against the index: the record is where it reads and writes. Its identity
+// is its content.
+func rerereRecord(path string) element {
+	e := element{role: roleRerere, path: path}
+	id, err := lstatIdent(path)
+	switch {
+	case err != nil:
+		e.odd = err.Error()
+		return e
+	case !id.exists() || id.isLink():
+		return e // a link in a git directory is removed as such (links.go)
+	}
+	b, _, err := readRegular(path, maxStateBytes)
+	if err != nil {
+		e.id = id
+		e.odd = err.Error()
+		return e
+	}
+	e.id = ident{Kind: id.Kind, Sum: contentSum(b)}
 	return e
 }
 

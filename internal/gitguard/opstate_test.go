@@ -303,3 +303,88 @@ func TestEndMovesUnknownOpStateEntriesAside(t *testing.T) {
 		}
 	}
 }
+
+// A planted MERGE_RR names a file outside the roots: the user's next git
+// commit runs rerere, which finds no conflict in it and copies it into
+// rr-cache, where the next command reads it. (A planted rr-cache turns
+// rerere on.)
+func TestEndMovesPlantedRerereRecordAside(t *testing.T) {
+	const plant = `id=$(printf '%040d' 7) && mkdir -p "${c:-$g}/rr-cache/$id" && printf '%s\t%s\0' $id "$SECRET" > "$g/MERGE_RR"`
+	for _, tt := range []struct {
+		name, setup, attack, dir, note string
+	}{
+		{name: "by an absolute path", setup: userRepo,
+			attack: `g=.git && ` + plant,
+			note:   `moved .git/MERGE_RR aside to .git/MERGE_RR.quarantined-by-nanosandbox: its rerere record .git/MERGE_RR was made or changed by a call`},
+		{name: "by a path from the work tree", setup: userRepo,
+			attack: `g=.git && SECRET=../home/secret && ` + plant,
+			note:   `moved .git/MERGE_RR aside`},
+		{name: "of a linked worktree", setup: userRepo + ` && git worktree add -q wt`,
+			attack: `g=.git/worktrees/wt c=.git && ` + plant, dir: "wt",
+			note: `moved .git/worktrees/wt/MERGE_RR aside`},
+		{name: "in a repository the call made",
+			attack: `git init -q sub && git -C sub commit -q --allow-empty -m s && g=sub/.git && ` + plant, dir: "sub",
+			note: `moved sub/.git aside`},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walking"
+			}
+			t.Run(name, func(t *testing.T) {
+				leaked := func(guard bool) (bool, []string) {
+					f := newFixture(t)
+					f.walk = walk
+					secret := filepath.Join(f.home, "secret")
+					if err := os.WriteFile(secret, []byte("TOPSECRET\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					if tt.setup != "" {
+						f.sh(tt.setup)
+					}
+					attack := `SECRET="` + secret + `" && ` + tt.attack
+					var notes []string
+					if guard {
+						f.start()
+						notes = f.call(attack)
+					} else {
+						f.sh(attack)
+					}
+					cmd := exec.Command(f.git, "-C", filepath.Join(f.root, tt.dir), "commit", "-q", "--allow-empty", "-m", "user")
+					cmd.Env = f.env()
+					cmd.Run()
+					out, _ := exec.Command("grep", "-rl", "TOPSECRET", f.root).Output()
+					return len(out) > 0, notes
+				}
+				if ok, _ := leaked(false); !ok {
+					t.Fatal("control: the user's git commit copied nothing in; the attack tests nothing")
+				}
+				ok, notes := leaked(true)
+				if ok {
+					t.Errorf("the user's git commit copied the file outside into the roots; notes: %q", notes)
+				}
+				if !strings.Contains(strings.Join(notes, "\n"), tt.note) {
+					t.Errorf("notes %q, want one containing %q", notes, tt.note)
+				}
+			})
+		}
+	}
+}
+
+// The price, with rerere on: a merge's conflicts met in a call are not
+// remembered, and the note says so; the merge itself goes on as ever.
+func TestHonestMergeWithRerere(t *testing.T) {
+	f := newFixture(t)
+	f.sh(`git init -q && git config rerere.enabled true && echo a > f && git add f && git commit -qm a && git checkout -qb side && echo b > f && git commit -qam b && git checkout -q - && echo c > f && git commit -qam c`)
+	f.start()
+	notes := f.call(`git merge -q side >/dev/null 2>&1; test -f .git/MERGE_RR`)
+	if want := "the conflicts of a merge made in a call are not remembered by rerere"; len(notes) != 1 || !strings.Contains(notes[0], want) {
+		t.Fatalf("notes %q, want one containing %q", notes, want)
+	}
+	if notes := f.call(`echo resolved > f && git add f && git commit -q --no-edit`); len(notes) != 0 {
+		t.Errorf("the merge's end was judged: %q", notes)
+	}
+	if out := f.sh(`git log --merges --format=%s`); !strings.Contains(out, "Merge branch 'side'") {
+		t.Errorf("no merge commit: %q", out)
+	}
+}
