@@ -22,7 +22,14 @@ type linkAttack struct {
 	setup string // the user's, on the host, in the workspace
 	steps []string
 	user  [][]string // the user's git, on the host, afterwards
+	note  string     // what the calls say; if unset, that a link was removed
 }
+
+// commonWithoutHEAD makes a repository w whose git directory r names, in
+// commondir, a directory c that holds its objects, refs and reflogs but no
+// HEAD: git works there, and c is no git directory to the guard's finders.
+const commonWithoutHEAD = `git init -q w && git -C w commit -q --allow-empty -m w && mv w/.git c && mkdir r && mv c/HEAD c/index r/ && mkdir r/logs && mv c/logs/HEAD r/logs/ &&
+echo ../c > r/commondir && printf 'gitdir: ../r\n' > w/.git && git -C w status -s`
 
 const linkRepo = `git init -q && git commit -q --allow-empty -m a`
 
@@ -57,6 +64,17 @@ touch $PWNED" && ln -sf "$OUT/bashrc" .git/MERGE_MSG`},
 			`git init -q w && mv w/.git r && printf 'gitdir: ../r\n' > w/.git && git -C w commit -q --allow-empty -m w && rm r/logs/HEAD r/HEAD && ln -s "$OUT/bashrc" r/logs/HEAD`,
 			`echo 'ref: refs/heads/master' > r/HEAD`},
 		user: [][]string{{"-C", "w", "commit", "-q", "--allow-empty", "-m", "user"}}},
+	// Red team round 6: a commondir that names a directory without HEAD,
+	// where the finders looked for no link.
+	{name: "a reflog in a commondir without HEAD", setup: linkRepo,
+		steps: []string{commonWithoutHEAD + ` && ln -sf "$OUT/bashrc" c/logs/refs/heads/master`},
+		user:  [][]string{{"-C", "w", "commit", "-q", "--allow-empty", "-m", "user"}},
+		note:  "names a directory that is not a whole git directory"},
+	{name: "a commondir's HEAD taken away later", setup: linkRepo,
+		steps: []string{commonWithoutHEAD + ` && echo 'ref: refs/heads/master' > c/HEAD`,
+			`rm c/HEAD && ln -sf "$OUT/bashrc" c/logs/refs/heads/master`},
+		user: [][]string{{"-C", "w", "commit", "-q", "--allow-empty", "-m", "user"}},
+		note: "names a directory that is not a whole git directory"},
 }
 
 func TestEscapeGitLinksInGitDirectory(t *testing.T) {
@@ -81,8 +99,8 @@ func TestEscapeGitLinksInGitDirectory(t *testing.T) {
 				if linkUser(e, out, tt) {
 					t.Errorf("the user's git wrote outside through a planted link\nstderr of the calls: %q", notes)
 				}
-				if !strings.Contains(strings.Join(notes, "\n"), "a symbolic link made inside a git directory") {
-					t.Errorf("no call said it removed the link: %q", notes)
+				if !strings.Contains(strings.Join(notes, "\n"), tt.said()) {
+					t.Errorf("no call said %q: %q", tt.said(), notes)
 				}
 			})
 			t.Run("mcp", func(t *testing.T) {
@@ -96,8 +114,8 @@ func TestEscapeGitLinksInGitDirectory(t *testing.T) {
 				if linkUser(e, out, tt) {
 					t.Errorf("the user's git wrote outside through a planted link\nresults: %q", texts)
 				}
-				if !strings.Contains(strings.Join(texts, "\n"), "a symbolic link made inside a git directory") {
-					t.Errorf("no result said it removed the link: %q", texts)
+				if !strings.Contains(strings.Join(texts, "\n"), tt.said()) {
+					t.Errorf("no result said %q: %q", tt.said(), texts)
 				}
 				if _, o := s.sh(t, "echo ok"); o.Stdout != "ok\n" {
 					t.Errorf("the next call: %+v", o)
@@ -105,6 +123,13 @@ func TestEscapeGitLinksInGitDirectory(t *testing.T) {
 			})
 		})
 	}
+}
+
+func (tt linkAttack) said() string {
+	if tt.note != "" {
+		return tt.note
+	}
+	return "a symbolic link made inside a git directory"
 }
 
 // linkEnv is a workspace set up as tt's user has it, and the user's

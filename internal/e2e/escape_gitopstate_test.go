@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,8 +55,51 @@ echo "exec $PWN" > $d/git-rebase-todo`},
 		}},
 }
 
+// threeCommitsAndVictim is the user's repository with three commits, the
+// last of which, picked again onto the first, is merged by the strategy
+// named; and a file of theirs outside the workspace, $OTHER.
+func threeCommitsAndVictim(e *env) {
+	e.gitRepo()
+	e.hostSh(`echo b >> README && git commit -qam b && echo c > g && git add g && git commit -qm c`)
+	e.write(filepath.Join(e.home, "other"), "the user's\n", 0o644)
+}
+
+func victimChanged(e *env) bool {
+	b, _ := os.ReadFile(filepath.Join(e.home, "other"))
+	return string(b) != "the user's\n"
+}
+
+// Red team round 6: options for the merge strategy, which git's scripted
+// strategies hand to git read-tree (--index-output=PATH writes an index at
+// PATH), and a rerere record naming a file outside.
+var opStateAttacks6 = []opStateAttack{
+	{name: "a rebase's strategy options that write outside", setup: threeCommitsAndVictim,
+		steps: []string{`c=$(git rev-parse HEAD) && git reset -q --hard HEAD~2 && d=.git/rebase-merge && mkdir $d && git rev-parse HEAD > $d/orig-head && cp $d/orig-head $d/onto &&
+git symbolic-ref HEAD > $d/head-name && : > $d/interactive && : > $d/done && echo 1 > $d/end && echo 0 > $d/msgnum && echo "pick $c" > $d/git-rebase-todo &&
+echo resolve > $d/strategy && printf ' --index-output=%s\n' "$OTHER" > $d/strategy_opts`},
+		user:   [][]string{{"-c", "core.editor=true", "rebase", "--continue"}},
+		harmed: victimChanged},
+	{name: "a cherry-pick's strategy option that writes outside", setup: threeCommitsAndVictim,
+		steps: []string{`c=$(git rev-parse HEAD) && git reset -q --hard HEAD~2 && mkdir .git/sequencer && git rev-parse HEAD > .git/sequencer/head &&
+cp .git/sequencer/head .git/sequencer/abort-safety && printf 'pick %s c\npick %s c\n' $c $c > .git/sequencer/todo &&
+git config -f .git/sequencer/opts options.strategy resolve && git config -f .git/sequencer/opts options.strategy-option "index-output=$OTHER"`},
+		user:   [][]string{{"-c", "core.editor=true", "cherry-pick", "--continue"}},
+		harmed: victimChanged},
+	{name: "a rerere record that copies a file outside in",
+		setup: func(e *env) {
+			e.gitRepo()
+			e.write(filepath.Join(e.home, "other"), "TOPSECRET\n", 0o600)
+		},
+		steps: []string{`id=$(printf '%040d' 7) && mkdir -p .git/rr-cache/$id && printf '%s\t%s\0' $id "$OTHER" > .git/MERGE_RR`},
+		user:  [][]string{{"-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "user"}},
+		harmed: func(e *env) bool {
+			out, _ := exec.Command("grep", "-rl", "TOPSECRET", e.ws).Output()
+			return len(out) > 0
+		}},
+}
+
 func TestEscapeGitOpState(t *testing.T) {
-	for _, tt := range opStateAttacks {
+	for _, tt := range append(opStateAttacks, opStateAttacks6...) {
 		t.Run(tt.name, func(t *testing.T) { runOpStateAttack(t, tt) })
 	}
 }
