@@ -328,12 +328,18 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			if links := g.plantedLinks(e.raw); len(links) > 0 {
 				// The note names what is outside no more than the
 				// command that made the links knows.
-				what := map[role]string{roleHooksPath: "core.hooksPath", roleWorktree: "work tree"}[e.role]
+				what := map[role]string{roleHooksPath: "core.hooksPath", roleWorktree: "work tree", roleRemoteURL: "remote URL"}[e.role]
 				for _, l := range links {
 					out = append(out, verdict{why: "its " + what + " now leads through " + g.show(l) + ", a symbolic link made while a call ran, out of the writable roots or nowhere git can read", el: element{path: l}})
 				}
 				continue
 			}
+		}
+		if e.role == roleRemoteURL {
+			if v, ok := g.judgeRemoteURL(cand, e, kind, newCand); ok {
+				out = append(out, v)
+			}
+			continue
 		}
 		if kind == outside {
 			if e.user || !e.id.exists() && !redirect {
@@ -391,6 +397,53 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		out = append(out, verdict{why: why, el: e})
 	}
 	return out
+}
+
+// judgeRemoteURL judges where a remote's local URL leads: into the
+// writable roots, or a path the user granted read-only (what git fetch
+// copies from there a command could read anyway), or else nowhere a
+// command's config may send the user's git push and fetch. A trusted
+// repository's remote that was there before keeps going where it went:
+// the user's own (a symbolic link made on the way while calls ran is
+// removed above). What goes is the repository when it is new, else the
+// config file naming the URL.
+func (g *Guard) judgeRemoteURL(cand candidate, e element, kind placeKind, newCand bool) (verdict, bool) {
+	if kind != outside && e.odd == "" {
+		return verdict{}, false
+	}
+	if kind == outside && e.odd == "" && g.readable(e.path) {
+		return verdict{}, false
+	}
+	if !newCand {
+		for _, t := range g.trusted[cand] {
+			if t.role == roleRemoteURL && t.raw == e.raw {
+				return verdict{}, false
+			}
+		}
+	}
+	why := "its config " + g.show(e.from) + " names the remote URL " + quoteCapped(e.raw)
+	if e.odd != "" {
+		g.logf("git guard: %s: %s", e.raw, e.odd)
+		why += ", which cannot be followed safely (" + e.odd + ")"
+	} else {
+		why += ", which leads outside the writable roots"
+	}
+	why += ": the user's own git push would write into the repository there and run its hooks, and git fetch would copy it in"
+	if newCand {
+		return verdict{why: why, whole: true}, true
+	}
+	return verdict{why: why, el: element{role: roleConfig, path: e.from}}, true
+}
+
+// readable reports whether path lies in a path the user granted
+// read-only.
+func (g *Guard) readable(path string) bool {
+	for _, r := range g.cfg.Readable {
+		if within(path, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // trustedVersion is the trusted element of cand with e's role and path,

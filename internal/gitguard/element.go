@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -23,10 +24,11 @@ const (
 	roleOpState               // an operation git stopped in (rebase-merge, rebase-apply, sequencer): what it runs when it goes on
 	roleRemotes               // remotes/ or branches/ of a common dir: remotes git reads when the config defines none
 	roleRerere                // MERGE_RR of a git directory: the paths rerere reads and writes when a merge's conflicts are resolved
+	roleRemoteURL             // a place a remote's local URL leads git push and fetch to
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -171,6 +173,8 @@ func (r *resolver) resolve(c candidate) []element {
 	// (config.worktree's only with extensions.worktreeConfig on), and each
 	// is judged, so that a harmless one cannot stand in for another.
 	var coreWorktrees []string
+	// Every remote.*.url and remote.*.pushurl, with the file naming it.
+	var remoteURLs [][2]string
 	// dir is the directory of the file as git opened it, which its
 	// relative includes are taken from: a symlink's, not its target's.
 	var addConfig func(path, dir string, depth int)
@@ -205,6 +209,8 @@ func (r *resolver) resolve(c candidate) []element {
 				hooksPaths = append(hooksPaths, en.Value)
 			case en.Section == "core" && en.Subsection == "" && en.Name == "worktree" && en.HasValue:
 				coreWorktrees = append(coreWorktrees, en.Value)
+			case en.Section == "remote" && en.Subsection != "" && (en.Name == "url" || en.Name == "pushurl") && en.HasValue:
+				remoteURLs = append(remoteURLs, [2]string{en.Value, path})
 			}
 		}
 	}
@@ -226,6 +232,9 @@ func (r *resolver) resolve(c candidate) []element {
 	// where the user's git writes (checkout, restore, reset, stash) and
 	// deletes (clean): an element, as a redirection is, found through
 	// every symlink as git finds it, so that one swapped in later moves it.
+	for _, u := range remoteURLs {
+		out = append(out, r.remoteURL(u[0], u[1], worktree)...)
+	}
 	worktrees := []string{worktree}
 	if len(coreWorktrees) > 0 {
 		worktrees = nil
@@ -479,6 +488,95 @@ func rerereRecord(path string) element {
 	}
 	e.id = ident{Kind: id.Kind, Sum: contentSum(b)}
 	return e
+}
+
+// remoteURL returns the elements of a remote URL, as the config file from
+// names it, for a repository whose git runs from top (the top of its work
+// tree, or a bare repository's directory): none unless git takes the URL
+// for a local repository. Then git push runs git-receive-pack there, which
+// writes the refs pushed and runs that repository's hooks, and git fetch
+// and pull copy what is there into this one. Git-upload-pack and
+// git-receive-pack open the path (enter_repo, "~" expanded) as PATH/.git,
+// PATH, PATH.git/.git or PATH.git, the first that is a repository: each is
+// an element, found through every symlink as git finds it.
+func (r *resolver) remoteURL(u, from, top string) []element {
+	p, odd := localURL(u)
+	if p == "" && odd == "" {
+		return nil
+	}
+	switch {
+	case odd != "":
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		p = r.home + p[1:]
+		if r.home == "" {
+			odd = "it names the home of a user who has none"
+		}
+	case strings.HasPrefix(p, "~"):
+		odd = "it names another user's home"
+	case !filepath.IsAbs(p):
+		p = filepath.Join(top, p)
+	}
+	if odd != "" {
+		return []element{{role: roleRemoteURL, path: from, raw: u, odd: odd, from: from}}
+	}
+	var out []element
+	for _, suffix := range []string{"/.git", "", ".git/.git", ".git"} {
+		raw := strings.TrimSuffix(p, "/") + suffix
+		e := element{role: roleRemoteURL, raw: raw, from: from}
+		switch c, err := canonical(raw); {
+		case err != nil:
+			e.path, e.odd = filepath.Clean(raw), err.Error()
+		default:
+			e.path = c
+			id, err := lstatIdent(c)
+			e.id = ident{Kind: id.Kind, Dev: id.Dev, Ino: id.Ino}
+			if err != nil {
+				e.odd = err.Error()
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// localURL returns the path a remote URL names when git takes it for a
+// local repository (transport.c transport_get, connect.c
+// parse_connect_url), or "" when it does not: a remote helper's address
+// (NAME::...), a URL of a scheme other than file, or host:path over ssh.
+// A file:// URL is percent-decoded as git decodes it; one that does not
+// decode is odd.
+func localURL(u string) (path, odd string) {
+	i := 0
+	for i < len(u) && isSchemeChar(i == 0, u[i]) {
+		i++
+	}
+	if strings.HasPrefix(u[i:], "::") {
+		return "", ""
+	}
+	if i > 0 && strings.HasPrefix(u[i:], "://") {
+		if u[:i] != "file" {
+			return "", ""
+		}
+		rest, err := url.PathUnescape(u[i+3:])
+		if err != nil {
+			return "", "its file URL does not decode"
+		}
+		return "/" + strings.TrimLeft(rest, "/"), ""
+	}
+	colon, slash := strings.IndexByte(u, ':'), strings.IndexByte(u, '/')
+	if colon < 0 || slash >= 0 && slash < colon {
+		return u, ""
+	}
+	return "", ""
+}
+
+// isSchemeChar is git's is_urlschemechar.
+func isSchemeChar(first bool, c byte) bool {
+	alpha := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	if first {
+		return alpha
+	}
+	return alpha || c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-'
 }
 
 // linkedWorktree reads gitdir/gitdir, which a linked worktree's git

@@ -29,6 +29,10 @@ type Config struct {
 	// Hidden paths lie in roots but commands cannot reach them (masked
 	// credentials): they are not scanned.
 	Hidden []string
+	// Readable paths are those the user granted read-only: a remote of a
+	// repository made in a call may lead there (a clone of a granted
+	// repository), as what git fetch copies from there commands can read.
+	Readable []string
 	// Git is the host's git, the one the user's tools run; if "", no config
 	// can be judged harmless.
 	Git string
@@ -389,11 +393,11 @@ func (g *Guard) listContent(content []byte) listing {
 }
 
 // listPaths lists a config file for what it points at (include.path,
-// includeIf.*.path, core.hooksPath, core.worktree). Git spells every key
-// out in the file: one whose content names none of them points nowhere,
-// and costs no run of git.
+// includeIf.*.path, core.hooksPath, core.worktree, remote.*.url and
+// pushurl). Git spells every key out in the file: one whose content names
+// none of them points nowhere, and costs no run of git.
 func (g *Guard) listPaths(path string, id ident, content []byte) ([]entry, error) {
-	if !containsFold(content, "include") && !containsFold(content, "hookspath") && !containsFold(content, "worktree") {
+	if !containsFold(content, "include") && !containsFold(content, "hookspath") && !containsFold(content, "worktree") && !containsFold(content, "url") {
 		return nil, nil
 	}
 	return g.listCached(path, id, content)

@@ -23,6 +23,9 @@ func (s *darwinSandbox) startGuard() error {
 	p := s.pol
 	var cfg gitguard.Config
 	for _, g := range p.Grants {
+		if !g.Writable {
+			cfg.Readable = append(cfg.Readable, g.Path)
+		}
 		if !g.Writable || !g.Dir {
 			continue
 		}

@@ -18,6 +18,9 @@ func (s *linuxSandbox) startGuard() error {
 	p := s.pol
 	var cfg gitguard.Config
 	for _, g := range p.Grants {
+		if !g.Writable {
+			cfg.Readable = append(cfg.Readable, g.Path)
+		}
 		if !g.Writable || !g.Dir {
 			continue
 		}

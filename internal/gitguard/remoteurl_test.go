@@ -1,0 +1,125 @@
+package gitguard
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// otherRepo is a bare repository of the user's outside the roots, whose
+// post-receive hook (theirs) leaves the marker: a push got there.
+const otherRepo = `o=$(cd .. && pwd)/home/other.git && git init -q --bare "$o" && printf '#!/bin/sh\n%s\n' "$PWN" > "$o/hooks/post-receive" && chmod +x "$o/hooks/post-receive"`
+
+// A repository a call makes whose remote is a local path outside the
+// roots: the user's git push there writes into another repository of
+// theirs and runs its hooks (git fetch or pull would copy it in). Git
+// takes a URL for a local path in many spellings; each is moved aside.
+func TestEndMovesRemoteURLsOutsideAside(t *testing.T) {
+	const made = `git init -q sub && git -C sub commit -q --allow-empty -m s && `
+	push := [][]string{{"push", "-q", "origin", "HEAD:refs/heads/planted"}}
+	for _, tt := range []planting{
+		{name: "an absolute path", setup: otherRepo,
+			attack: made + `git -C sub remote add origin "$(cd .. && pwd)/home/other.git"`,
+			dirs:   []string{"sub"}, user: push,
+			note: `moved sub/.git aside to sub/.git.quarantined-by-nanosandbox: its config sub/.git/config names the remote URL "`},
+		{name: "a pushurl, the url harmless", setup: otherRepo,
+			attack: made + `git -C sub remote add origin https://example.com/x.git && git -C sub config remote.origin.pushurl "$(cd .. && pwd)/home/other.git"`,
+			dirs:   []string{"sub"}, user: push,
+			note: `which leads outside the writable roots`},
+		{name: "a file URL, percent-encoded", setup: otherRepo,
+			attack: made + `git -C sub remote add origin "file://$(cd .. && pwd)/home/%6fther.git"`,
+			dirs:   []string{"sub"}, user: push,
+			note: `moved sub/.git aside`},
+		{name: "a relative path, without .git", setup: otherRepo,
+			attack: made + `git -C sub remote add origin ../../home/other`,
+			dirs:   []string{"sub"}, user: push,
+			note: `moved sub/.git aside`},
+		{name: "the home, by tilde", setup: otherRepo,
+			attack: made + `git -C sub remote add origin '~/other.git'`,
+			dirs:   []string{"sub"}, user: push,
+			note: `moved sub/.git aside`},
+		{name: "a symbolic link in the roots", setup: otherRepo,
+			attack: made + `ln -s "$(cd .. && pwd)/home/other.git" o.git && git -C sub remote add origin "$PWD/o.git"`,
+			dirs:   []string{"sub"}, user: push,
+			note: `moved sub/.git aside`},
+		{name: "another user's home", setup: otherRepo,
+			attack: made + `git -C sub remote add origin '~root/x.git'`,
+			dirs:   []string{"sub"}, user: push,
+			note: `which cannot be followed safely (it names another user's home)`},
+	} {
+		for _, walk := range []bool{false, true} {
+			name := tt.name
+			if walk {
+				name += ", walking"
+			}
+			t.Run(name, func(t *testing.T) {
+				if tt.name == "another user's home" {
+					// Nothing is there to push into: only the note counts.
+					f := newFixture(t)
+					f.walk = walk
+					f.sh(tt.setup)
+					f.start()
+					if notes := f.call(tt.attack); !strings.Contains(strings.Join(notes, "\n"), tt.note) {
+						t.Errorf("notes %q, want one containing %q", notes, tt.note)
+					}
+					return
+				}
+				testPlanted(t, tt, walk)
+			})
+		}
+	}
+}
+
+// A remote left leading nowhere by one call, and led outside by a link the
+// next call makes on its way: the link goes.
+func TestRemoteURLLedOutsideLater(t *testing.T) {
+	ctl := newFixture(t)
+	ctl.sh(otherRepo + ` && git init -q sub && git -C sub commit -q --allow-empty -m s && git -C sub remote add origin "$PWD/later" && ln -s "$(cd .. && pwd)/home/other.git" later.git`)
+	ctl.user = [][]string{{"push", "-q", "origin", "HEAD:refs/heads/planted"}}
+	if !ctl.userGit("sub") {
+		t.Fatal("control: the user's push did not get through the link: the attack tests nothing")
+	}
+	for _, walk := range []bool{false, true} {
+		f := newFixture(t)
+		f.walk = walk
+		f.sh(otherRepo)
+		f.start()
+		if notes := f.call(`git init -q sub && git -C sub commit -q --allow-empty -m s && git -C sub remote add origin "$PWD/later"`); len(notes) != 0 {
+			t.Fatalf("walk=%v: the first call was judged: %q", walk, notes)
+		}
+		time.Sleep(settle + 100*time.Millisecond)
+		notes := f.call(`ln -s "$(cd .. && pwd)/home/other.git" later.git`)
+		if want := "moved later.git aside to later.git.quarantined-by-nanosandbox: its remote URL now leads through later.git, a symbolic link made while a call ran"; !strings.Contains(strings.Join(notes, "\n"), want) {
+			t.Errorf("walk=%v: notes %q", walk, notes)
+		}
+		f.user = [][]string{{"push", "-q", "origin", "HEAD:refs/heads/planted"}}
+		if f.userGit("sub") {
+			t.Errorf("walk=%v: the user's push got outside; notes %q", walk, notes)
+		}
+	}
+}
+
+// Honest remotes stay: a clone of a repository in the roots, one of a
+// repository the user granted read-only, network URLs of every kind, and
+// the user's own repository whose remote is outside.
+func TestHonestRemoteURLsStay(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		f := newFixture(t)
+		f.walk = walk
+		granted := filepath.Join(filepath.Dir(f.root), "granted")
+		if err := os.MkdirAll(granted, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f.cfg.Readable = []string{granted}
+		f.sh(`git init -q ../granted/lib && git -C ../granted/lib commit -q --allow-empty -m lib && git init -q mine && git -C mine remote add origin "$(cd .. && pwd)/home/theirs.git"`)
+		f.start()
+		notes := f.call(`git init -q a && git -C a commit -q --allow-empty -m a && git clone -q a b && git clone -q ../granted/lib lib && git clone -q "file://$PWD/a" c &&
+git init -q n && git -C n remote add gh git@github.com:o/r.git && git -C n remote add h https://example.com/r.git && git -C n remote add s ssh://host/~/r && git -C n remote add x 'hg::https://example.com/r' &&
+git -C mine commit -q --allow-empty -m m 2>/dev/null; true`)
+		if len(notes) != 0 {
+			t.Errorf("walk=%v: honest remotes were judged: %q", walk, notes)
+		}
+	}
+}
