@@ -85,6 +85,15 @@ cp .git/sequencer/head .git/sequencer/abort-safety && printf 'pick %s c\npick %s
 git config -f .git/sequencer/opts options.strategy resolve && git config -f .git/sequencer/opts options.strategy-option "index-output=$OTHER"`},
 		user:   [][]string{{"-c", "core.editor=true", "cherry-pick", "--continue"}},
 		harmed: victimChanged},
+	// Not the red team's: a repository made in the call whose remote is
+	// a local path to another repository of the user's, outside.
+	{name: "a new repository's remote URL into another repository", setup: otherRepo,
+		steps: []string{`git init -q sub && git -C sub commit -q --allow-empty -m s && git -C sub remote add origin "file://$OTHER.git"`},
+		user:  [][]string{{"-C", "sub", "push", "-q", "origin", "HEAD:refs/heads/planted"}},
+		harmed: func(e *env) bool {
+			_, err := e.gitTry("--git-dir", filepath.Join(e.home, "other.git"), "rev-parse", "-q", "--verify", "refs/heads/planted")
+			return err == nil
+		}},
 	{name: "a rerere record that copies a file outside in",
 		setup: func(e *env) {
 			e.gitRepo()
@@ -204,5 +213,30 @@ echo main > README && git commit -qam main && git checkout -q topic`)
 		res1, out1 := s.sh(t, first)
 		res2, out2 := s.sh(t, second)
 		check(t, e, out1.Stdout, out2.Stdout, []string{text(res1), text(res2)})
+	})
+}
+
+// An agent clones a repository the user granted read-only: its remote
+// leads there, outside the writable roots, and stays.
+func TestGitCloneOfReadOnlyGrantStays(t *testing.T) {
+	e := newEnv(t)
+	lib := filepath.Join(e.home, "lib")
+	e.hostSh(`git init -q "` + lib + `" && git -C "` + lib + `" -c user.name=U -c user.email=u@example.com commit -q --allow-empty -m lib`)
+	e.own(lib)
+	const clone = `git clone -q "$LIB" lib && git -C lib log --format=%s`
+	script := strings.ReplaceAll(clone, "$LIB", lib)
+	t.Run("one-shot", func(t *testing.T) {
+		out, stderr, code := e.run([]string{"--read-only", lib}, "sh", "-c", script)
+		if code != 0 || out != "lib\n" || strings.Contains(stderr, "aside") {
+			t.Errorf("code %d, stdout %q, stderr %q", code, out, stderr)
+		}
+		os.RemoveAll(filepath.Join(e.ws, "lib"))
+	})
+	t.Run("mcp", func(t *testing.T) {
+		s := e.serve("--read-only", lib)
+		res, out := s.sh(t, script)
+		if out.Stdout != "lib\n" || strings.Contains(text(res), "aside") {
+			t.Errorf("result %q", text(res))
+		}
 	})
 }

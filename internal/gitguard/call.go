@@ -411,7 +411,9 @@ func (g *Guard) judgeRemoteURL(cand candidate, e element, kind placeKind, newCan
 	if kind != outside && e.odd == "" {
 		return verdict{}, false
 	}
-	if kind == outside && e.odd == "" && g.readable(e.path) {
+	if kind == outside && e.odd == "" && (!e.id.exists() || g.readable(e.path)) {
+		// Nothing there (git tries the next place), and no command can
+		// make anything there; or what commands can read anyway.
 		return verdict{}, false
 	}
 	if !newCand {
