@@ -13,8 +13,13 @@
 // trees to wherever they point, resolving each path as the kernel does for
 // git (never as text, never through /proc), and reads what git goes on
 // with or sends elsewhere: a stopped operation's state (rebase-merge,
-// rebase-apply, sequencer: to-do lists, merge strategies, git apply's
-// options) and legacy remotes (remotes/, branches/). Then, around every
+// rebase-apply, sequencer: every entry, of which only those git keeps
+// there and reads as ids, messages or switches are inert; to-do lists,
+// merge strategies and their options, git apply's options are read),
+// rerere's record of a merge's conflicts (MERGE_RR), legacy remotes
+// (remotes/, branches/) and every place a remote's local URL leads git
+// push and fetch. A commondir must name a whole git directory (HEAD,
+// objects/, refs/), where the finders look for links. Then, around every
 // call:
 //
 //   - [Guard.Begin] lists what must be read-only for the call: every part of
