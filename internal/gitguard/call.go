@@ -605,7 +605,25 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 		// any: commits would land in the user's.
 		note += "; git run there now uses the repository that holds it, if any"
 	}
+	if !v.whole && v.el.role == roleOpState {
+		note += "; " + stoppedHint(moved)
+	}
 	return note, true
+}
+
+// stoppedHint says where an operation moved aside leaves the repository:
+// HEAD where it stopped (detached, for a rebase), with no operation for
+// git to go on with or abort. The branch it began on is read from the
+// state moved aside, as hostile input: a ref name of plain characters, or
+// none.
+func stoppedHint(moved string) string {
+	const hint = "HEAD stays where the operation stopped, and git rebase --abort or --continue has nothing to go on with"
+	b, _, err := readRegular(filepath.Join(moved, "head-name"), 1024)
+	name, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "refs/heads/")
+	if err != nil || !ok || name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") != "" {
+		return hint + "; to go back, check out the branch it began on"
+	}
+	return hint + "; to go back to where it began: git checkout " + name
 }
 
 // moveAside is renameAside; tests replace it to see what a failure does.

@@ -32,6 +32,14 @@ func TestEndMovesPlantedOpStateAside(t *testing.T) {
 			attack: `d=.git/rebase-merge todo="exec $PWN" && ` + plantRebase,
 			dirs:   []string{"."}, user: cont,
 			note: `moved .git/rebase-merge aside to .git/rebase-merge.quarantined-by-nanosandbox: its rebase state .git/rebase-merge holds the to-do line "exec touch `},
+		// An agent's own rebase --exec, stopped at a conflict in the call:
+		// moved aside too (nothing tells it from a planted one), and the
+		// note says how the repository is left.
+		{name: "an agent's rebase --exec stopped at a conflict",
+			setup:  `git init -q && echo a > f && git add f && git commit -qm a && git branch -m main && git checkout -qb topic && echo t > f && git commit -qam t && git checkout -q main && echo m > f && git commit -qam m && git checkout -q topic`,
+			attack: `git rebase --exec "$PWN" main >/dev/null 2>&1; test -d .git/rebase-merge && echo resolved > f && git add f`,
+			dirs:   []string{"."}, user: cont,
+			note: `, which the user's own git rebase --continue (or --skip) would run outside the sandbox; HEAD stays where the operation stopped, and git rebase --abort or --continue has nothing to go on with; to go back to where it began: git checkout topic`},
 		{name: "an exec line spelled x, after a harmless pick",
 			setup:  "git init -q && git commit -q --allow-empty -m a && git commit -q --allow-empty -m b",
 			attack: `d=.git/rebase-merge todo="$(printf '# a comment\nnoop\n  x\t%s' "$PWN")" && ` + plantRebase,
