@@ -58,6 +58,8 @@ func bigWorkspace(b *testing.B) string {
 			repo := filepath.Join(bigWS, fmt.Sprintf("pkg%02d", r))
 			git(repo, "init", "-q")
 			git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+			// As a clone has: a remote, which the guard lists with git.
+			git(repo, "remote", "add", "origin", fmt.Sprintf("https://example.com/pkg%02d.git", r))
 		}
 	})
 	if bigErr != nil {
@@ -93,12 +95,12 @@ func BenchmarkGitGuardCall(b *testing.B) {
 }
 
 // BenchmarkGitGuardStart is the cold start on the big workspace: the walk
-// that finds every directory, and the one that watches each, once per
-// server.
+// that finds every directory, the one that watches each, and the listing
+// of each repository's config by git (it names a remote), once per server.
 func BenchmarkGitGuardStart(b *testing.B) {
 	ws := bigWorkspace(b)
 	for range b.N {
-		g, err := gitguard.New(gitguard.Config{Roots: []gitguard.Root{{Host: ws}}})
+		g, err := gitguard.New(gitguard.Config{Roots: []gitguard.Root{{Host: ws}}, Git: gitguard.FindGit(os.Getenv("PATH"), nil)})
 		if err != nil {
 			b.Fatal(err)
 		}
