@@ -173,8 +173,12 @@ func (r *resolver) resolve(c candidate) []element {
 	// (config.worktree's only with extensions.worktreeConfig on), and each
 	// is judged, so that a harmless one cannot stand in for another.
 	var coreWorktrees []string
-	// Every remote.*.url and remote.*.pushurl, with the file naming it.
-	var remoteURLs [][2]string
+	// Every remote.*.url and remote.*.pushurl, with the file naming it;
+	// the remotes named with a URL; and every branch.*.remote and
+	// branch.*.pushremote, which git takes for a URL when no remote of
+	// that name has one (remote.c, remote_get).
+	var remoteURLs, branchRemotes [][2]string
+	namedRemotes := map[string]bool{}
 	// dir is the directory of the file as git opened it, which its
 	// relative includes are taken from: a symlink's, not its target's.
 	var addConfig func(path, dir string, depth int)
@@ -211,6 +215,11 @@ func (r *resolver) resolve(c candidate) []element {
 				coreWorktrees = append(coreWorktrees, en.Value)
 			case en.Section == "remote" && en.Subsection != "" && (en.Name == "url" || en.Name == "pushurl") && en.HasValue:
 				remoteURLs = append(remoteURLs, [2]string{en.Value, path})
+				if en.Name == "url" {
+					namedRemotes[en.Subsection] = true
+				}
+			case en.Section == "branch" && en.Subsection != "" && (en.Name == "remote" || en.Name == "pushremote") && en.HasValue:
+				branchRemotes = append(branchRemotes, [2]string{en.Value, path})
 			}
 		}
 	}
@@ -232,6 +241,11 @@ func (r *resolver) resolve(c candidate) []element {
 	// where the user's git writes (checkout, restore, reset, stash) and
 	// deletes (clean): an element, as a redirection is, found through
 	// every symlink as git finds it, so that one swapped in later moves it.
+	for _, b := range branchRemotes {
+		if !namedRemotes[b[0]] {
+			remoteURLs = append(remoteURLs, b)
+		}
+	}
 	for _, u := range remoteURLs {
 		out = append(out, r.remoteURL(u[0], u[1], worktree)...)
 	}

@@ -394,10 +394,10 @@ func (g *Guard) listContent(content []byte) listing {
 
 // listPaths lists a config file for what it points at (include.path,
 // includeIf.*.path, core.hooksPath, core.worktree, remote.*.url and
-// pushurl). Git spells every key out in the file: one whose content names
+// pushurl, branch.*.remote and pushremote). Git spells every key out in the file: one whose content names
 // none of them points nowhere, and costs no run of git.
 func (g *Guard) listPaths(path string, id ident, content []byte) ([]entry, error) {
-	if !containsFold(content, "include") && !containsFold(content, "hookspath") && !containsFold(content, "worktree") && !containsFold(content, "url") {
+	if !containsFold(content, "include") && !containsFold(content, "hookspath") && !containsFold(content, "worktree") && !containsFold(content, "url") && !containsFold(content, "remote") {
 		return nil, nil
 	}
 	return g.listCached(path, id, content)

@@ -44,6 +44,16 @@ func TestEndMovesRemoteURLsOutsideAside(t *testing.T) {
 			attack: made + `ln -s "$(cd .. && pwd)/home/other.git" o.git && git -C sub remote add origin "$PWD/o.git"`,
 			dirs:   []string{"sub"}, user: push,
 			note: `moved sub/.git aside`},
+		// Git takes a branch's remote for a URL when no remote has that
+		// name: git pull fetches from there, git push pushes there.
+		{name: "a branch's pushremote", setup: otherRepo,
+			attack: made + `git -C sub config branch.master.pushremote "$(cd .. && pwd)/home/other.git"`,
+			dirs:   []string{"sub"}, user: [][]string{{"-c", "push.default=current", "push", "-q"}},
+			note: `its config sub/.git/config names the remote URL "`},
+		{name: "a branch's remote", setup: otherRepo,
+			attack: made + `git -C sub config branch.master.remote "$(cd .. && pwd)/home/other.git" && git -C sub config branch.master.merge refs/heads/master`,
+			dirs:   []string{"sub"}, user: [][]string{{"push", "-q", "--set-upstream"}, {"-c", "push.default=upstream", "push", "-q"}},
+			note: `moved sub/.git aside`},
 		{name: "another user's home", setup: otherRepo,
 			attack: made + `git -C sub remote add origin '~root/x.git'`,
 			dirs:   []string{"sub"}, user: push,
