@@ -58,13 +58,7 @@ mkdir sub && ln -s ../realgit sub/.git`,
 			attack: `git init -q && mkdir h && printf '#!/bin/sh\n%s\n' "$PWN" > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h`,
 			dirs:   []string{"."}, note: "sets core.hookspath"},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walking"
-			}
-			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
-		}
+		runWalks(t, tt.name, func(t *testing.T, walk bool) { testPlanted(t, tt, walk) })
 	}
 }
 
@@ -114,13 +108,7 @@ git submodule deinit -q -f x/objects/m && touch .git/modules/x/HEAD`,
 			dirs: []string{"."}, note: "moved .git/modules/x/objects/m",
 			user: [][]string{{"submodule", "update", "--init"}}},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walking"
-			}
-			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
-		}
+		runWalks(t, tt.name, func(t *testing.T, walk bool) { testPlanted(t, tt, walk) })
 	}
 }
 
@@ -176,6 +164,37 @@ func testPlanted(t *testing.T, tt planting, walk bool) {
 				t.Errorf("the next call noted %q", more)
 			}
 		}
+	}
+}
+
+// runWalks runs f as a subtest named name twice: with the finder that
+// watches, and (", walking") with the one that walks at every call, as
+// one-shot mode does.
+func runWalks(t *testing.T, name string, f func(t *testing.T, walk bool)) {
+	t.Helper()
+	for _, walk := range []bool{false, true} {
+		n := name
+		if walk {
+			n += ", walking"
+		}
+		t.Run(n, func(t *testing.T) { f(t, walk) })
+	}
+}
+
+// checkHarm runs an attack unguarded, as a control that must do harm, and
+// guarded, where it must not, with a note holding want. run reports
+// whether the user's git, run afterwards, did harm, and the call's notes.
+func checkHarm(t *testing.T, run func(guarded bool) (bool, []string), want string) {
+	t.Helper()
+	if harmed, _ := run(false); !harmed {
+		t.Fatal("control: unguarded, the user's git did no harm: the attack tests nothing")
+	}
+	harmed, notes := run(true)
+	if harmed {
+		t.Errorf("the user's git did harm through what the call planted; notes: %q", notes)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), want) {
+		t.Errorf("notes %q, want one containing %q", notes, want)
 	}
 }
 

@@ -63,62 +63,47 @@ func TestLinksInGitDirectoriesAreRemoved(t *testing.T) {
 				`echo 'ref: refs/heads/master' > r/HEAD`},
 			dir: "w", user: [][]string{{"commit", "-q", "--allow-empty", "-m", "user"}}, remove: "r/logs/HEAD"},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walked"
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				run := func(guarded bool) (bool, []string) {
-					f := newFixture(t)
-					f.walk = walk
-					out := filepath.Join(f.home, "out")
-					os.Mkdir(out, 0o755)
-					expand := func(s string) string { return strings.ReplaceAll(s, "$OUT", out) }
-					if tt.setup != "" {
-						f.sh(expand(tt.setup))
+		runWalks(t, tt.name, func(t *testing.T, walk bool) {
+			t.Parallel()
+			run := func(guarded bool) (bool, []string) {
+				f := newFixture(t)
+				f.walk = walk
+				out := filepath.Join(f.home, "out")
+				os.Mkdir(out, 0o755)
+				expand := func(s string) string { return strings.ReplaceAll(s, "$OUT", out) }
+				if tt.setup != "" {
+					f.sh(expand(tt.setup))
+				}
+				var notes []string
+				if guarded {
+					f.start()
+				}
+				for i, c := range tt.calls {
+					if i > 0 {
+						// Past the poll's settling: the second
+						// call's end reads only what changed.
+						time.Sleep(settle + 100*time.Millisecond)
 					}
-					var notes []string
 					if guarded {
-						f.start()
+						notes = f.call(expand(c))
+					} else {
+						f.sh(expand(c))
 					}
-					for i, c := range tt.calls {
-						if i > 0 {
-							// Past the poll's settling: the second
-							// call's end reads only what changed.
-							time.Sleep(settle + 100*time.Millisecond)
-						}
-						if guarded {
-							notes = f.call(expand(c))
-						} else {
-							f.sh(expand(c))
-						}
-					}
-					// What the command wrote there itself, a sandbox
-					// would have refused: only the user's git counts.
-					os.RemoveAll(out)
-					os.Mkdir(out, 0o755)
-					for _, args := range tt.user {
-						cmd := exec.Command(f.git, append([]string{"-C", filepath.Join(f.root, tt.dir)}, args...)...)
-						cmd.Env = f.env()
-						cmd.Run()
-					}
-					ents, _ := os.ReadDir(out)
-					return len(ents) > 0, notes
 				}
-				if got, _ := run(false); !got {
-					t.Fatal("control: the user's git wrote nothing through the link: the planting tests nothing")
+				// What the command wrote there itself, a sandbox
+				// would have refused: only the user's git counts.
+				os.RemoveAll(out)
+				os.Mkdir(out, 0o755)
+				for _, args := range tt.user {
+					cmd := exec.Command(f.git, append([]string{"-C", filepath.Join(f.root, tt.dir)}, args...)...)
+					cmd.Env = f.env()
+					cmd.Run()
 				}
-				got, notes := run(true)
-				if got {
-					t.Errorf("the user's git wrote outside; notes: %q", notes)
-				}
-				if want := "git: removed " + tt.remove; !strings.Contains(strings.Join(notes, "\n"), want) {
-					t.Errorf("notes %q, want one containing %q", notes, want)
-				}
-			})
-		}
+				ents, _ := os.ReadDir(out)
+				return len(ents) > 0, notes
+			}
+			checkHarm(t, run, "git: removed "+tt.remove)
+		})
 	}
 }
 
@@ -237,57 +222,42 @@ func TestCommondirWithoutHEAD(t *testing.T) {
 			user: [][]string{{"commit", "-q", "--allow-empty", "-m", "user"}},
 			note: `moved r/commondir aside`},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walked"
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				run := func(guarded bool) (bool, []string) {
-					f := newFixture(t)
-					f.walk = walk
-					out := filepath.Join(f.home, "out")
-					os.Mkdir(out, 0o755)
-					expand := func(s string) string { return strings.ReplaceAll(s, "$OUT", out) }
-					var notes []string
+		runWalks(t, tt.name, func(t *testing.T, walk bool) {
+			t.Parallel()
+			run := func(guarded bool) (bool, []string) {
+				f := newFixture(t)
+				f.walk = walk
+				out := filepath.Join(f.home, "out")
+				os.Mkdir(out, 0o755)
+				expand := func(s string) string { return strings.ReplaceAll(s, "$OUT", out) }
+				var notes []string
+				if guarded {
+					f.start()
+				}
+				for i, c := range tt.calls {
+					if i > 0 {
+						time.Sleep(settle + 100*time.Millisecond)
+					}
 					if guarded {
-						f.start()
-					}
-					for i, c := range tt.calls {
-						if i > 0 {
-							time.Sleep(settle + 100*time.Millisecond)
+						if n := f.call(expand(c)); i == len(tt.calls)-1 {
+							notes = n
+						} else if len(n) != 0 {
+							t.Fatalf("call %d was judged: %q", i+1, n)
 						}
-						if guarded {
-							if n := f.call(expand(c)); i == len(tt.calls)-1 {
-								notes = n
-							} else if len(n) != 0 {
-								t.Fatalf("call %d was judged: %q", i+1, n)
-							}
-						} else {
-							f.sh(expand(c))
-						}
+					} else {
+						f.sh(expand(c))
 					}
-					// Only what the user's git does there counts.
-					before := f.sh(`find "` + out + `" | sort`)
-					for _, args := range tt.user {
-						cmd := exec.Command(f.git, append([]string{"-C", filepath.Join(f.root, "w")}, args...)...)
-						cmd.Env = f.env()
-						cmd.Run()
-					}
-					return f.sh(`find "`+out+`" | sort`) != before, notes
 				}
-				if got, _ := run(false); !got {
-					t.Fatal("control: the user's git changed nothing outside: the planting tests nothing")
+				// Only what the user's git does there counts.
+				before := f.sh(`find "` + out + `" | sort`)
+				for _, args := range tt.user {
+					cmd := exec.Command(f.git, append([]string{"-C", filepath.Join(f.root, "w")}, args...)...)
+					cmd.Env = f.env()
+					cmd.Run()
 				}
-				got, notes := run(true)
-				if got {
-					t.Errorf("the user's git changed what is outside; notes: %q", notes)
-				}
-				if !strings.Contains(strings.Join(notes, "\n"), tt.note) {
-					t.Errorf("notes %q, want one containing %q", notes, tt.note)
-				}
-			})
-		}
+				return f.sh(`find "`+out+`" | sort`) != before, notes
+			}
+			checkHarm(t, run, tt.note)
+		})
 	}
 }

@@ -67,13 +67,7 @@ git config -f .git/sequencer/opts options.strategy /../x && ` + strategyProgram,
 			dirs:   []string{"."}, user: cont,
 			note: `moved .git aside`},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walking"
-			}
-			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
-		}
+		runWalks(t, tt.name, func(t *testing.T, walk bool) { testPlanted(t, tt, walk) })
 	}
 }
 
@@ -108,16 +102,7 @@ echo c > g && git add g && git commit -qm p2 && git format-patch -q -2 -o ../pat
 				b, _ := os.ReadFile(victim)
 				return string(b) != "the user's\n", notes
 			}
-			if ok, _ := harmed(false); !ok {
-				t.Fatal("control: git am --continue left the file outside as it was; the attack tests nothing")
-			}
-			ok, notes := harmed(true)
-			if ok {
-				t.Errorf("the user's git am --continue wrote outside the roots; notes: %q", notes)
-			}
-			if want := `its rebase (or am) state .git/rebase-apply holds the git apply option "'--build-fake-ancestor=`; !strings.Contains(strings.Join(notes, "\n"), want) {
-				t.Errorf("notes %q, want one containing %q", notes, want)
-			}
+			checkHarm(t, harmed, `its rebase (or am) state .git/rebase-apply holds the git apply option "'--build-fake-ancestor=`)
 		})
 	}
 }
@@ -164,31 +149,25 @@ GIT_SEQUENCE_EDITOR="sed -i s/^pick/edit/" git rebase -q -i --exec true HEAD~3`,
 		{name: "git init's empty branches directory", setup: "git init -q && mkdir -p .git/branches",
 			calls: []string{`git init -q sub && mkdir -p sub/.git/branches`}},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walking"
+		runWalks(t, tt.name, func(t *testing.T, walk bool) {
+			f := newFixture(t)
+			f.walk = walk
+			f.sh(tt.setup)
+			f.start()
+			for i, c := range tt.calls {
+				if notes := f.call(c); len(notes) != 0 {
+					t.Fatalf("call %d was judged: %q", i+1, notes)
+				}
+				if i == 0 && tt.left != "" {
+					if _, err := os.Lstat(filepath.Join(f.root, tt.left)); err != nil {
+						t.Fatalf("the first call left no %s: %v", tt.left, err)
+					}
+				}
 			}
-			t.Run(name, func(t *testing.T) {
-				f := newFixture(t)
-				f.walk = walk
-				f.sh(tt.setup)
-				f.start()
-				for i, c := range tt.calls {
-					if notes := f.call(c); len(notes) != 0 {
-						t.Fatalf("call %d was judged: %q", i+1, notes)
-					}
-					if i == 0 && tt.left != "" {
-						if _, err := os.Lstat(filepath.Join(f.root, tt.left)); err != nil {
-							t.Fatalf("the first call left no %s: %v", tt.left, err)
-						}
-					}
-				}
-				if out := f.sh("ls -a .git"); strings.Contains(out, "quarantined") {
-					t.Errorf("something was moved aside: %s", out)
-				}
-			})
-		}
+			if out := f.sh("ls -a .git"); strings.Contains(out, "quarantined") {
+				t.Errorf("something was moved aside: %s", out)
+			}
+		})
 	}
 }
 
@@ -215,13 +194,7 @@ printf '#!/bin/sh\n%s\n' "$PWN" > "$o/hooks/post-receive" && chmod +x "$o/hooks/
 			dirs:   []string{"."}, user: push,
 			note: `moved .git/remotes aside`},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walking"
-			}
-			t.Run(name, func(t *testing.T) { testPlanted(t, tt, walk) })
-		}
+		runWalks(t, tt.name, func(t *testing.T, walk bool) { testPlanted(t, tt, walk) })
 	}
 }
 
@@ -253,46 +226,31 @@ git config -f .git/sequencer/opts options.strategy-option "index-output=$VICTIM"
 			user: []string{"-c", "core.editor=true", "cherry-pick", "--continue"},
 			note: `its cherry-pick state .git/sequencer holds the merge strategy option "index-output=`},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walking"
+		runWalks(t, tt.name, func(t *testing.T, walk bool) {
+			harmed := func(guard bool) (bool, []string) {
+				f := newFixture(t)
+				f.walk = walk
+				victim := filepath.Join(f.home, "victim")
+				if err := os.WriteFile(victim, []byte("the user's\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				f.sh(threeCommits)
+				attack := strings.ReplaceAll(tt.attack, "$VICTIM", victim)
+				var notes []string
+				if guard {
+					f.start()
+					notes = f.call(attack)
+				} else {
+					f.sh(attack)
+				}
+				cmd := exec.Command(f.git, append([]string{"-C", f.root}, tt.user...)...)
+				cmd.Env = f.env()
+				cmd.Run()
+				b, _ := os.ReadFile(victim)
+				return string(b) != "the user's\n", notes
 			}
-			t.Run(name, func(t *testing.T) {
-				harmed := func(guard bool) (bool, []string) {
-					f := newFixture(t)
-					f.walk = walk
-					victim := filepath.Join(f.home, "victim")
-					if err := os.WriteFile(victim, []byte("the user's\n"), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					f.sh(threeCommits)
-					attack := strings.ReplaceAll(tt.attack, "$VICTIM", victim)
-					var notes []string
-					if guard {
-						f.start()
-						notes = f.call(attack)
-					} else {
-						f.sh(attack)
-					}
-					cmd := exec.Command(f.git, append([]string{"-C", f.root}, tt.user...)...)
-					cmd.Env = f.env()
-					cmd.Run()
-					b, _ := os.ReadFile(victim)
-					return string(b) != "the user's\n", notes
-				}
-				if ok, _ := harmed(false); !ok {
-					t.Fatal("control: the user's git left the file outside as it was; the attack tests nothing")
-				}
-				ok, notes := harmed(true)
-				if ok {
-					t.Errorf("the user's git wrote outside the roots; notes: %q", notes)
-				}
-				if !strings.Contains(strings.Join(notes, "\n"), tt.note) {
-					t.Errorf("notes %q, want one containing %q", notes, tt.note)
-				}
-			})
-		}
+			checkHarm(t, harmed, tt.note)
+		})
 	}
 }
 
@@ -334,48 +292,33 @@ func TestEndMovesPlantedRerereRecordAside(t *testing.T) {
 			attack: `git init -q sub && git -C sub commit -q --allow-empty -m s && g=sub/.git && ` + plant, dir: "sub",
 			note: `moved sub/.git aside`},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walking"
+		runWalks(t, tt.name, func(t *testing.T, walk bool) {
+			leaked := func(guard bool) (bool, []string) {
+				f := newFixture(t)
+				f.walk = walk
+				secret := filepath.Join(f.home, "secret")
+				if err := os.WriteFile(secret, []byte("TOPSECRET\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if tt.setup != "" {
+					f.sh(tt.setup)
+				}
+				attack := `SECRET="` + secret + `" && ` + tt.attack
+				var notes []string
+				if guard {
+					f.start()
+					notes = f.call(attack)
+				} else {
+					f.sh(attack)
+				}
+				cmd := exec.Command(f.git, "-C", filepath.Join(f.root, tt.dir), "commit", "-q", "--allow-empty", "-m", "user")
+				cmd.Env = f.env()
+				cmd.Run()
+				out, _ := exec.Command("grep", "-rl", "TOPSECRET", f.root).Output()
+				return len(out) > 0, notes
 			}
-			t.Run(name, func(t *testing.T) {
-				leaked := func(guard bool) (bool, []string) {
-					f := newFixture(t)
-					f.walk = walk
-					secret := filepath.Join(f.home, "secret")
-					if err := os.WriteFile(secret, []byte("TOPSECRET\n"), 0o600); err != nil {
-						t.Fatal(err)
-					}
-					if tt.setup != "" {
-						f.sh(tt.setup)
-					}
-					attack := `SECRET="` + secret + `" && ` + tt.attack
-					var notes []string
-					if guard {
-						f.start()
-						notes = f.call(attack)
-					} else {
-						f.sh(attack)
-					}
-					cmd := exec.Command(f.git, "-C", filepath.Join(f.root, tt.dir), "commit", "-q", "--allow-empty", "-m", "user")
-					cmd.Env = f.env()
-					cmd.Run()
-					out, _ := exec.Command("grep", "-rl", "TOPSECRET", f.root).Output()
-					return len(out) > 0, notes
-				}
-				if ok, _ := leaked(false); !ok {
-					t.Fatal("control: the user's git commit copied nothing in; the attack tests nothing")
-				}
-				ok, notes := leaked(true)
-				if ok {
-					t.Errorf("the user's git commit copied the file outside into the roots; notes: %q", notes)
-				}
-				if !strings.Contains(strings.Join(notes, "\n"), tt.note) {
-					t.Errorf("notes %q, want one containing %q", notes, tt.note)
-				}
-			})
-		}
+			checkHarm(t, leaked, tt.note)
+		})
 	}
 }
 

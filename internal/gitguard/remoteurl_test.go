@@ -59,26 +59,20 @@ func TestEndMovesRemoteURLsOutsideAside(t *testing.T) {
 			dirs:   []string{"sub"}, user: push,
 			note: `which cannot be followed safely (it names another user's home)`},
 	} {
-		for _, walk := range []bool{false, true} {
-			name := tt.name
-			if walk {
-				name += ", walking"
-			}
-			t.Run(name, func(t *testing.T) {
-				if tt.name == "another user's home" {
-					// Nothing is there to push into: only the note counts.
-					f := newFixture(t)
-					f.walk = walk
-					f.sh(tt.setup)
-					f.start()
-					if notes := f.call(tt.attack); !strings.Contains(strings.Join(notes, "\n"), tt.note) {
-						t.Errorf("notes %q, want one containing %q", notes, tt.note)
-					}
-					return
+		runWalks(t, tt.name, func(t *testing.T, walk bool) {
+			if tt.name == "another user's home" {
+				// Nothing is there to push into: only the note counts.
+				f := newFixture(t)
+				f.walk = walk
+				f.sh(tt.setup)
+				f.start()
+				if notes := f.call(tt.attack); !strings.Contains(strings.Join(notes, "\n"), tt.note) {
+					t.Errorf("notes %q, want one containing %q", notes, tt.note)
 				}
-				testPlanted(t, tt, walk)
-			})
-		}
+				return
+			}
+			testPlanted(t, tt, walk)
+		})
 	}
 }
 
