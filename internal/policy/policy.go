@@ -154,6 +154,8 @@ type Policy struct {
 	Limits         Limits
 
 	env []string
+	// hostPath is the server's own PATH, where HostProgram looks.
+	hostPath string
 }
 
 // FlagError is a problem with one command-line value, with a way forward.
@@ -281,15 +283,14 @@ func New(o Options) (*Policy, error) {
 			p.HomeGranted = true
 		}
 	}
-	if p.Home != "" && !p.HomeGranted && !o.NoHomeTools {
-		hostPath := ""
-		for _, kv := range o.HostEnv {
-			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-				hostPath = v
-				break
-			}
+	for _, kv := range o.HostEnv {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			p.hostPath = v
+			break
 		}
-		for _, t := range homeToolDirs(hostPath, p.Home) {
+	}
+	if p.Home != "" && !p.HomeGranted && !o.NoHomeTools {
+		for _, t := range homeToolDirs(p.hostPath, p.Home) {
 			covered := false
 			for _, g := range p.Grants {
 				if Within(t.Path, g.Path) {
