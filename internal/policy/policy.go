@@ -96,6 +96,11 @@ type Options struct {
 	// GitName and GitEmail are the caller's git identity, passed to commands
 	// as GIT_AUTHOR_* and GIT_COMMITTER_*. Empty values are left out.
 	GitName, GitEmail string
+	// GitIdentity, if set, reads the caller's git identity once the paths
+	// are resolved, and replaces GitName and GitEmail: it is given the
+	// workspace and the git the server may run ([Policy.HostProgram]),
+	// "" if there is none.
+	GitIdentity func(workspace, git string) (name, email string)
 }
 
 // Grant is one path the sandbox shows beyond the read-only host view.
@@ -319,6 +324,11 @@ func New(o Options) (*Policy, error) {
 	}
 	p.StateDir = o.StateDir
 
+	if o.GitIdentity != nil {
+		// Now that every path commands can write is known: the git
+		// that reads it must lie outside them.
+		o.GitName, o.GitEmail = o.GitIdentity(p.Workspace, p.HostProgram("git"))
+	}
 	env, err := buildEnv(o, p)
 	if err != nil {
 		p.Discard()
