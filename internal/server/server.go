@@ -190,17 +190,11 @@ func (h *handler) runCommand(ctx context.Context, req *mcp.CallToolRequest, in r
 	stopProgress := h.progress(ctx, req, stdout, stderr)
 	r, runErr := h.sb.Run(ctx, cmd)
 	stopProgress()
-	res, out = h.result(r, runErr, stdout, stderr)
+	res, out, notes := h.result(r, runErr, stdout, stderr)
 	if h.audit != nil {
 		outBytes, errBytes := stdout.Total(), stderr.Total()
-		e := AuditEntry{Command: in.Command, Args: in.Args, ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut,
-			DurationMS: out.DurationMS, StdoutBytes: &outBytes, StderrBytes: &errBytes, Limit: r.Limit, Error: out.Error}
-		if len(res.Content) > 0 {
-			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-				e.Notes = notesOf(tc.Text)
-			}
-		}
-		h.audit.Record(e)
+		h.audit.Record(AuditEntry{Command: in.Command, Args: in.Args, ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut,
+			DurationMS: out.DurationMS, StdoutBytes: &outBytes, StderrBytes: &errBytes, Limit: r.Limit, Error: out.Error, Notes: notes})
 	}
 	return res, out
 }
@@ -248,8 +242,9 @@ func (h *handler) progress(ctx context.Context, req *mcp.CallToolRequest, stdout
 // result maps the sandbox's outcome to the tool result: isError is false
 // when the program ran and exited, whatever its status; true when it was
 // refused, could not start, timed out, was cancelled or killed by a limit,
-// or the sandbox failed.
-func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture) (*mcp.CallToolResult, runCommandOutput) {
+// or the sandbox failed. It returns the server's notes too (the text block
+// ends with them).
+func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture) (*mcp.CallToolResult, runCommandOutput, []string) {
 	out := runCommandOutput{
 		ExitCode:   r.ExitCode,
 		Signal:     r.Signal,
@@ -310,27 +305,35 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 	if out.Stdout == "" && out.Stderr == "" && runErr == nil {
 		b.WriteString("(no output)\n")
 	}
-	if out.StdoutOmittedBytes > 0 || out.StderrOmittedBytes > 0 {
-		fmt.Fprintf(&b, "note: output is cut to %s per stream (head and tail kept); redirect it to a file in the workspace and read parts of it to see the rest\n", policy.FormatSize(int64(h.pol.MaxOutputBytes)))
-	}
-	if r.TimedOut && r.Limit != "" {
-		fmt.Fprintf(&b, "note: it had reached the %s\n", r.Limit)
-	}
-	for _, n := range r.Notes {
+	notes := h.notes(r, runErr, out)
+	for _, n := range notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
-	}
-	for _, n := range h.denialNotes(out.Stdout, out.Stderr, runErr) {
-		fmt.Fprintf(&b, "note: %s\n", n)
-	}
-	for _, s := range []struct{ name, text string }{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
-		if n := binaryNote(s.name, invalidUTF8(s.text)); n != "" {
-			fmt.Fprintf(&b, "note: %s\n", n)
-		}
 	}
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSuffix(b.String(), "\n")}},
 		IsError: isError,
-	}, out
+	}, out, notes
+}
+
+// notes are the server's own notes on a call, in the order the text block
+// ends with them: kept as data where they are made, never read back out of
+// the text, where the command's output could imitate them.
+func (h *handler) notes(r sandbox.Result, runErr error, out runCommandOutput) []string {
+	var notes []string
+	if out.StdoutOmittedBytes > 0 || out.StderrOmittedBytes > 0 {
+		notes = append(notes, fmt.Sprintf("output is cut to %s per stream (head and tail kept); redirect it to a file in the workspace and read parts of it to see the rest", policy.FormatSize(int64(h.pol.MaxOutputBytes))))
+	}
+	if r.TimedOut && r.Limit != "" {
+		notes = append(notes, fmt.Sprintf("it had reached the %s", r.Limit))
+	}
+	notes = append(notes, r.Notes...)
+	notes = append(notes, h.denialNotes(out.Stdout, out.Stderr, runErr)...)
+	for _, s := range []struct{ name, text string }{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
+		if n := binaryNote(s.name, invalidUTF8(s.text)); n != "" {
+			notes = append(notes, n)
+		}
+	}
+	return notes
 }
 
 // failure is the result of a call that did not run.
