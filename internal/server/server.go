@@ -295,7 +295,7 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 		if text == "" {
 			return
 		}
-		fmt.Fprintf(&b, "--- %s ---\n%s", label, text)
+		fmt.Fprintf(&b, "--- %s ---\n%s", label, escapeControls(text, false))
 		if !strings.HasSuffix(text, "\n") {
 			b.WriteString("\n")
 		}
@@ -307,7 +307,8 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 	}
 	notes := h.notes(r, runErr, out)
 	for _, n := range notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
+		// One line each: a note can quote a name a command chose.
+		fmt.Fprintf(&b, "note: %s\n", escapeControls(n, true))
 	}
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSuffix(b.String(), "\n")}},
@@ -330,6 +331,9 @@ func (h *handler) notes(r sandbox.Result, runErr error, out runCommandOutput) []
 	notes = append(notes, h.denialNotes(out.Stdout, out.Stderr, runErr)...)
 	for _, s := range []struct{ name, text string }{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
 		if n := binaryNote(s.name, invalidUTF8(s.text)); n != "" {
+			notes = append(notes, n)
+		}
+		if n := controlNote(s.name, controls(s.text)); n != "" {
 			notes = append(notes, n)
 		}
 	}
