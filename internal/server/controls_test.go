@@ -46,7 +46,7 @@ func TestResultEscapesControls(t *testing.T) {
 		return c
 	}
 	const osc52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
-	res, out, notes := h.result(sandbox.Result{Notes: []string{"git: moved aside evil\nnote: forged"}}, nil, capt("ok "+osc52+"\n"), capt("\x1b[31mred\x1b[0m\n"))
+	res, out := h.result(sandbox.Result{Notes: []string{"git: moved aside evil\nnote: forged"}}, nil, capt("ok "+osc52+"\n"), capt("\x1b[31mred\x1b[0m\n"))
 	txt := res.Content[0].(*mcp.TextContent).Text
 	if strings.ContainsAny(txt, "\x1b\x07") {
 		t.Errorf("the text block holds raw control characters: %q", txt)
@@ -68,7 +68,7 @@ func TestResultEscapesControls(t *testing.T) {
 	if out.Stdout != "ok "+osc52+"\n" || out.Stderr != "\x1b[31mred\x1b[0m\n" {
 		t.Errorf("structured output changed: %q %q", out.Stdout, out.Stderr)
 	}
-	if len(notes) != 3 || notes[0] != "git: moved aside evil\nnote: forged" {
+	if notes := out.Notes; len(notes) != 3 || notes[0] != "git: moved aside evil\nnote: forged" {
 		t.Errorf("notes %q, want the sandbox's as it made it, then two on control characters", notes)
 	}
 }

@@ -190,11 +190,11 @@ func (h *handler) runCommand(ctx context.Context, req *mcp.CallToolRequest, in r
 	stopProgress := h.progress(ctx, req, stdout, stderr)
 	r, runErr := h.sb.Run(ctx, cmd)
 	stopProgress()
-	res, out, notes := h.result(r, runErr, stdout, stderr)
+	res, out = h.result(r, runErr, stdout, stderr)
 	if h.audit != nil {
 		outBytes, errBytes := stdout.Total(), stderr.Total()
 		h.audit.Record(AuditEntry{Command: in.Command, Args: in.Args, ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut,
-			DurationMS: out.DurationMS, StdoutBytes: &outBytes, StderrBytes: &errBytes, Limit: r.Limit, Error: out.Error, Notes: notes})
+			DurationMS: out.DurationMS, StdoutBytes: &outBytes, StderrBytes: &errBytes, Limit: r.Limit, Error: out.Error, Notes: out.Notes})
 	}
 	return res, out
 }
@@ -242,9 +242,9 @@ func (h *handler) progress(ctx context.Context, req *mcp.CallToolRequest, stdout
 // result maps the sandbox's outcome to the tool result: isError is false
 // when the program ran and exited, whatever its status; true when it was
 // refused, could not start, timed out, was cancelled or killed by a limit,
-// or the sandbox failed. It returns the server's notes too (the text block
-// ends with them).
-func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture) (*mcp.CallToolResult, runCommandOutput, []string) {
+// or the sandbox failed. The server's notes end the text block, and are
+// in the structured result apart from the output.
+func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture) (*mcp.CallToolResult, runCommandOutput) {
 	out := runCommandOutput{
 		ExitCode:   r.ExitCode,
 		Signal:     r.Signal,
@@ -305,22 +305,22 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 	if out.Stdout == "" && out.Stderr == "" && runErr == nil {
 		b.WriteString("(no output)\n")
 	}
-	notes := h.notes(r, runErr, out)
-	for _, n := range notes {
+	out.Notes = h.notes(r, runErr, out)
+	for _, n := range out.Notes {
 		// One line each: a note can quote a name a command chose.
 		fmt.Fprintf(&b, "note: %s\n", escapeControls(n, true))
 	}
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSuffix(b.String(), "\n")}},
 		IsError: isError,
-	}, out, notes
+	}, out
 }
 
 // notes are the server's own notes on a call, in the order the text block
 // ends with them: kept as data where they are made, never read back out of
 // the text, where the command's output could imitate them.
 func (h *handler) notes(r sandbox.Result, runErr error, out runCommandOutput) []string {
-	var notes []string
+	notes := []string{} // an empty array in the structured result, never null
 	if out.StdoutOmittedBytes > 0 || out.StderrOmittedBytes > 0 {
 		notes = append(notes, fmt.Sprintf("output is cut to %s per stream (head and tail kept); redirect it to a file in the workspace and read parts of it to see the rest", policy.FormatSize(int64(h.pol.MaxOutputBytes))))
 	}
@@ -349,5 +349,6 @@ func failure(msg string, d time.Duration) (*mcp.CallToolResult, runCommandOutput
 			ExitCode:   -1,
 			DurationMS: d.Milliseconds(),
 			Error:      msg,
+			Notes:      []string{},
 		}
 }

@@ -290,7 +290,7 @@ func TestResult(t *testing.T) {
 		{"setup", sandbox.Result{}, &sandbox.SetupError{Op: "mount tmpfs /tmp", Err: "operation not permitted"}, "", true, "sandbox setup failed: mount tmpfs /tmp: operation not permitted", -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res, out, _ := h.result(tt.r, tt.err, capt(tt.stdout), capt(""))
+			res, out := h.result(tt.r, tt.err, capt(tt.stdout), capt(""))
 			txt := res.Content[0].(*mcp.TextContent).Text
 			if res.IsError != tt.isError || !strings.HasPrefix(txt, tt.firstLine) || out.ExitCode != tt.exit || out.Stdout != tt.stdout {
 				t.Errorf("got isError=%v exit=%d stdout=%q text=%q; want isError=%v exit=%d first line %q", res.IsError, out.ExitCode, out.Stdout, txt, tt.isError, tt.exit, tt.firstLine)
