@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/gitguard"
+	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
 
 // A workspace like a real one, for the cost of git protection: 100,000
@@ -73,7 +74,7 @@ func bigWorkspace(b *testing.B) string {
 // stand-ins) and End (judging what changed: nothing here).
 func BenchmarkGitGuardCall(b *testing.B) {
 	ws := bigWorkspace(b)
-	g, err := gitguard.New(gitguard.Config{Roots: []gitguard.Root{{Host: ws}}, Git: gitguard.FindGit(os.Getenv("PATH"), nil)})
+	g, err := gitguard.New(gitguard.Config{Roots: []gitguard.Root{{Host: ws}}, Git: policy.FindProgram("git", os.Getenv("PATH"), nil)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func BenchmarkGitGuardCall(b *testing.B) {
 func BenchmarkGitGuardStart(b *testing.B) {
 	ws := bigWorkspace(b)
 	for range b.N {
-		g, err := gitguard.New(gitguard.Config{Roots: []gitguard.Root{{Host: ws}}, Git: gitguard.FindGit(os.Getenv("PATH"), nil)})
+		g, err := gitguard.New(gitguard.Config{Roots: []gitguard.Root{{Host: ws}}, Git: policy.FindProgram("git", os.Getenv("PATH"), nil)})
 		if err != nil {
 			b.Fatal(err)
 		}

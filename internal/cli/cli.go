@@ -302,7 +302,7 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 	if err := capProcesses(f, &o.Limits); err != nil {
 		return nil, err
 	}
-	caller(f, &o)
+	caller(&o)
 	p, err := policy.New(o)
 	// A value is refused as it was typed, not as it was read (a size in
 	// other units, a number in another base, an internal stand-in).
@@ -325,7 +325,7 @@ var scalarFlags = map[string]bool{
 
 // caller fills in who runs the server: login name, home, git identity and
 // the private homes' place.
-func caller(f *flags, o *policy.Options) {
+func caller(o *policy.Options) {
 	if u, err := user.Current(); err == nil {
 		o.User = u.Username
 		o.Home = u.HomeDir
@@ -337,9 +337,7 @@ func caller(f *flags, o *policy.Options) {
 	if c, err := os.UserCacheDir(); err == nil {
 		o.StateDir = filepath.Join(c, name)
 	}
-	if f.workspace != "" {
-		o.GitName, o.GitEmail = gitIdentity(f.workspace)
-	}
+	o.GitIdentity = gitIdentity // once the paths commands can write are known
 }
 
 // capProcesses keeps the process limit of a command below the caller's

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,18 +19,23 @@ import (
 
 // gitIdentity reads user.name and user.email as git would for the
 // workspace, so commits made inside the sandbox carry the user's identity
-// without the rest of ~/.gitconfig (which can hold tokens).
-func gitIdentity(dir string) (name, email string) {
+// without the rest of ~/.gitconfig (which can hold tokens). git is the git
+// the server may run (policy.HostProgram), or "": where the config needs
+// git itself to be read and there is none, the identity is not read.
+func gitIdentity(dir, git string) (name, email string) {
 	if n, e, ok := readIdentity(dir); ok {
 		return n, e
 	}
-	return askGit(dir)
+	if git == "" {
+		return "", ""
+	}
+	return askGit(git, dir)
 }
 
-// gitEnvRules are the variables that change which config files git reads or
-// where the repository is: with any of them set, git itself is asked.
-var gitEnvRules = []string{"GIT_CONFIG", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS",
-	"GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"}
+// gitEnvRules are the variables that change which config files git reads:
+// with any of them set, git itself is asked (with them: askGit passes on
+// every variable of gitConfigVars).
+var gitEnvRules = []string{"GIT_CONFIG", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS"}
 
 // readIdentity reads the config files git would, in git's order (system,
 // global, the repository's), without starting git. It gives up (ok false)
@@ -96,19 +103,27 @@ func readIdentity(dir string) (name, email string, ok bool) {
 	return name, email, true
 }
 
-// askGit runs git config, for the cases readIdentity leaves to git.
-func askGit(dir string) (name, email string) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return "", ""
-	}
+// askGit runs git config, for the cases readIdentity leaves to git. git
+// runs in the workspace, so that includeIf "gitdir:" conditions match as
+// for the commands' git, and sees only the variables that say where the
+// user's own config files are: none that makes it run another program (a
+// pager, an editor, GIT_EXEC_PATH, a PATH holding the workspace) or look
+// for the repository elsewhere than the commands' git does (GIT_DIR, ...).
+// What the workspace's repository holds is a command's: git only reads
+// it, for at most two seconds, and its answer is capped.
+func askGit(git, dir string) (name, email string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, git, "config", "--get-regexp", `^user\.(name|email)$`)
+	cmd := exec.CommandContext(ctx, git, "--no-pager", "config", "--includes", "--get-regexp", `^user\.(name|email)$`)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	out, _ := cmd.Output()
-	for _, line := range strings.Split(string(out), "\n") {
+	cmd.Env = gitConfigEnv(os.Environ())
+	var out bytes.Buffer
+	cmd.Stdout = &cappedBuffer{buf: &out, max: 1 << 20}
+	cmd.WaitDelay = time.Second
+	if cmd.Run() != nil {
+		return "", ""
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
 		k, v, _ := strings.Cut(line, " ")
 		switch strings.ToLower(k) {
 		case "user.name":
@@ -118,6 +133,40 @@ func askGit(dir string) (name, email string) {
 		}
 	}
 	return name, email
+}
+
+// gitConfigVars are the variables askGit passes on from the server's
+// environment: where git finds the user's system and global config, and
+// config given in the environment. The rest of it is the client's (API
+// keys) or could make git run something.
+var gitConfigVars = []string{"HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL",
+	"GIT_CONFIG", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS"}
+
+// gitConfigEnv is askGit's environment, from the server's: gitConfigVars
+// and the GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n that GIT_CONFIG_COUNT
+// counts, with a PATH of system directories only and no prompt.
+func gitConfigEnv(host []string) []string {
+	env := []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_TERMINAL_PROMPT=0"}
+	for _, kv := range host {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(gitConfigVars, k) || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// cappedBuffer keeps at most max bytes and fails the write past that.
+type cappedBuffer struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.buf.Len()+len(p) > c.max {
+		return 0, errors.New("output too large")
+	}
+	return c.buf.Write(p)
 }
 
 // readSmall reads a config file the way the server reads anything a

@@ -7,11 +7,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestReadIdentityAgreesWithGit compares the fast path with git itself.
 func TestReadIdentityAgreesWithGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
+	git, err := exec.LookPath("git")
+	if err != nil {
 		t.Skip("needs git")
 	}
 	home := t.TempDir()
@@ -30,7 +33,7 @@ func TestReadIdentityAgreesWithGit(t *testing.T) {
 		if !ok {
 			t.Fatal("readIdentity gave up")
 		}
-		gn, ge := askGit(repo)
+		gn, ge := askGit(git, repo)
 		if name != wantName || email != wantEmail || gn != name || ge != email {
 			t.Errorf("got %q %q, git says %q %q, want %q %q", name, email, gn, ge, wantName, wantEmail)
 		}
@@ -64,5 +67,25 @@ func TestIdentityFIFOConfig(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("reading the identity hangs on a FIFO")
+	}
+}
+
+// Where only git can read the config and there is none the server may run,
+// the identity is not read; git is given no variable but those naming the
+// user's config files.
+func TestIdentityWithoutGit(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, "gitconfig"))
+	os.WriteFile(filepath.Join(home, "gitconfig"), []byte("[user]\n\tname = N\n[include]\n\tpath = other\n"), 0o644)
+	if n, e := gitIdentity(home, ""); n != "" || e != "" {
+		t.Errorf("got %q %q with no git to ask, want none", n, e)
+	}
+	env := gitConfigEnv([]string{"HOME=/h", "PATH=/ws/.venv/bin:/usr/bin", "GIT_EXEC_PATH=/ws", "GIT_DIR=/ws/.g", "PAGER=/ws/p",
+		"GIT_CONFIG_GLOBAL=/g", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=N", "API_KEY=k"})
+	want := []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "HOME=/h",
+		"GIT_CONFIG_GLOBAL=/g", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=N"}
+	if diff := cmp.Diff(want, env); diff != "" {
+		t.Errorf("git's environment (-want +got):\n%s", diff)
 	}
 }

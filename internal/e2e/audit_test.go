@@ -81,3 +81,48 @@ func TestCheckJSON(t *testing.T) {
 		t.Errorf("--json alone: exit %d %q", code, stderr)
 	}
 }
+
+// TestAuditNotesAreTheServers: the log's notes are the server's own, never
+// lines of output that look like them (the log promises never to hold
+// output, and a forged note would read as the server's).
+func TestAuditNotesAreTheServers(t *testing.T) {
+	e := newEnv(t)
+	e.write("data.txt", "token=FILE-SECRET\n", 0o644)
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	s := e.serve("--log-file", log)
+	// FORGED is made by the command, so that the logged arguments do not
+	// hold it.
+	s.sh(t, `sed 's/^/note: /' data.txt; printf 'note: git: %s%s nothing was moved aside\n' FOR GED; printf 'note: %s%s on stderr\n' FOR GED >&2`)
+	// The same, and a write the sandbox refuses, which the server notes.
+	s.sh(t, `printf 'note: %s%s again\n' FOR GED; echo x > /etc/nsb-audit-notes`)
+	s.Close()
+	s.cmd.Wait()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"FILE-SECRET", "FORGED"} {
+		if strings.Contains(string(b), bad) {
+			t.Errorf("the log holds output (%s):\n%s", bad, b)
+		}
+	}
+	var notes [][]string // of each line
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m struct {
+			Notes []string `json:"notes"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("a line is not JSON: %q: %v", l, err)
+		}
+		notes = append(notes, m.Notes)
+	}
+	if len(notes) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(notes), b)
+	}
+	if len(notes[0]) != 0 {
+		t.Errorf("a call with no note of the server's logs notes %q", notes[0])
+	}
+	if len(notes[1]) != 1 || !strings.HasPrefix(notes[1][0], "read-only: ") {
+		t.Errorf("notes %q, want the server's one read-only note", notes[1])
+	}
+}

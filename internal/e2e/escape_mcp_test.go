@@ -249,3 +249,33 @@ func TestEscapeBinaryOutput(t *testing.T) {
 	r.t = t
 	r.request("ping", map[string]any{})
 }
+
+// TestEscapeTerminalControls: output that holds terminal control sequences
+// (a clipboard write, a screen clear, a carriage return) reaches the text
+// block escaped and counted, never raw; the structured output keeps it as
+// printed.
+func TestEscapeTerminalControls(t *testing.T) {
+	e := newEnv(t)
+	s := e.serve()
+	res, out := s.sh(t, `printf 'ok \033]52;c;ZWNobyBwd25lZA==\007\033[2J\r\n'; printf '\033[31mred\n' >&2`)
+	if res.IsError || out.ExitCode != 0 {
+		t.Fatalf("isError %v, %+v", res.IsError, out)
+	}
+	txt := text(res)
+	if i := strings.IndexAny(txt, "\x1b\x07\r"); i >= 0 {
+		t.Errorf("a raw control character in the text block at %d: %q", i, txt)
+	}
+	for _, want := range []string{
+		`ok \x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\x0d` + "\n",
+		`\x1b[31mred` + "\n",
+		"\nnote: stdout held 4 control characters",
+		"\nnote: stderr held 1 control character",
+	} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("the text block lacks %q:\n%s", want, txt)
+		}
+	}
+	if out.Stdout != "ok \x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\r\n" || out.Stderr != "\x1b[31mred\n" {
+		t.Errorf("structured output is not as printed: %q %q", out.Stdout, out.Stderr)
+	}
+}

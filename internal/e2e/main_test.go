@@ -328,16 +328,17 @@ func (e *env) serve(flags ...string) *session {
 
 // output is run_command's structured result.
 type output struct {
-	ExitCode           int    `json:"exit_code"`
-	Signal             string `json:"signal"`
-	TimedOut           bool   `json:"timed_out"`
-	DurationMS         int64  `json:"duration_ms"`
-	Stdout             string `json:"stdout"`
-	Stderr             string `json:"stderr"`
-	StdoutOmittedBytes int64  `json:"stdout_omitted_bytes"`
-	StderrOmittedBytes int64  `json:"stderr_omitted_bytes"`
-	MemoryPeakBytes    int64  `json:"memory_peak_bytes"`
-	Error              string `json:"error"`
+	ExitCode           int      `json:"exit_code"`
+	Signal             string   `json:"signal"`
+	TimedOut           bool     `json:"timed_out"`
+	DurationMS         int64    `json:"duration_ms"`
+	Stdout             string   `json:"stdout"`
+	Stderr             string   `json:"stderr"`
+	StdoutOmittedBytes int64    `json:"stdout_omitted_bytes"`
+	StderrOmittedBytes int64    `json:"stderr_omitted_bytes"`
+	MemoryPeakBytes    int64    `json:"memory_peak_bytes"`
+	Error              string   `json:"error"`
+	Notes              []string `json:"notes"`
 }
 
 // call calls run_command with arguments and decodes the result.

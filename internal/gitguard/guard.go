@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -33,8 +32,9 @@ type Config struct {
 	// repository made in a call may lead there (a clone of a granted
 	// repository), as what git fetch copies from there commands can read.
 	Readable []string
-	// Git is the host's git, the one the user's tools run; if "", no config
-	// can be judged harmless.
+	// Git is the host's git, the one the user's tools run, found where no
+	// command can replace it (policy.FindProgram); if "", no config can be
+	// judged harmless.
 	Git string
 	// Home is the user's home, for "~/" in config paths.
 	Home string
@@ -243,33 +243,6 @@ func (g *Guard) Close() {
 	defer g.mu.Unlock()
 	g.find.close()
 	g.journal.close()
-}
-
-// FindGit returns the git the user's tools run: the first on path that
-// does not lie in a root (a command could replace one that does).
-func FindGit(path string, roots []Root) string {
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		p, err := exec.LookPath(filepath.Join(dir, "git"))
-		if err != nil {
-			continue
-		}
-		if c, err := filepath.EvalSymlinks(p); err == nil {
-			p = c
-		}
-		inRoot := false
-		for _, r := range roots {
-			if within(p, r.Host) {
-				inRoot = true
-			}
-		}
-		if !inRoot {
-			return p
-		}
-	}
-	return ""
 }
 
 // enclosing lists the repositories that hold a root: a .git in a directory

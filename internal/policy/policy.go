@@ -96,6 +96,11 @@ type Options struct {
 	// GitName and GitEmail are the caller's git identity, passed to commands
 	// as GIT_AUTHOR_* and GIT_COMMITTER_*. Empty values are left out.
 	GitName, GitEmail string
+	// GitIdentity, if set, reads the caller's git identity once the paths
+	// are resolved, and replaces GitName and GitEmail: it is given the
+	// workspace and the git the server may run ([Policy.HostProgram]),
+	// "" if there is none.
+	GitIdentity func(workspace, git string) (name, email string)
 }
 
 // Grant is one path the sandbox shows beyond the read-only host view.
@@ -154,6 +159,8 @@ type Policy struct {
 	Limits         Limits
 
 	env []string
+	// hostPath is the server's own PATH, where HostProgram looks.
+	hostPath string
 }
 
 // FlagError is a problem with one command-line value, with a way forward.
@@ -281,15 +288,14 @@ func New(o Options) (*Policy, error) {
 			p.HomeGranted = true
 		}
 	}
-	if p.Home != "" && !p.HomeGranted && !o.NoHomeTools {
-		hostPath := ""
-		for _, kv := range o.HostEnv {
-			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-				hostPath = v
-				break
-			}
+	for _, kv := range o.HostEnv {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			p.hostPath = v
+			break
 		}
-		for _, t := range homeToolDirs(hostPath, p.Home) {
+	}
+	if p.Home != "" && !p.HomeGranted && !o.NoHomeTools {
+		for _, t := range homeToolDirs(p.hostPath, p.Home) {
 			covered := false
 			for _, g := range p.Grants {
 				if Within(t.Path, g.Path) {
@@ -318,6 +324,11 @@ func New(o Options) (*Policy, error) {
 	}
 	p.StateDir = o.StateDir
 
+	if o.GitIdentity != nil {
+		// Now that every path commands can write is known: the git
+		// that reads it must lie outside them.
+		o.GitName, o.GitEmail = o.GitIdentity(p.Workspace, p.HostProgram("git"))
+	}
 	env, err := buildEnv(o, p)
 	if err != nil {
 		p.Discard()

@@ -427,3 +427,58 @@ func TestHomeToolDirs(t *testing.T) {
 		t.Errorf("got %v, want %v (never the home, a credential path, a missing or relative one)", got, want)
 	}
 }
+
+// TestHostProgram: a program the server runs on the host is never one
+// from a path commands can write, however the PATH reaches it.
+func TestHostProgram(t *testing.T) {
+	real, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Skip("needs /bin/sh")
+	}
+	root := tree(t)
+	ws, data, state := root+"/home/proj", root+"/data", root+"/state"
+	plant := func(dir string) string {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	// A directory outside the writable paths whose program links into
+	// the workspace, and one in the workspace whose program links out.
+	outside := root + "/home/other/bin"
+	os.MkdirAll(outside, 0o755)
+	os.Symlink(filepath.Join(plant(ws+"/.venv/bin"), "sh"), filepath.Join(outside, "sh"))
+	linkOut := ws + "/linked"
+	os.MkdirAll(linkOut, 0o755)
+	os.Symlink("/bin/sh", filepath.Join(linkOut, "sh"))
+	os.Symlink(ws+"/.venv/bin", root+"/venvlink")
+	tmp := plant(root + "/tmp/nsb-call-1")
+	for _, tt := range []struct {
+		name, path, want string
+	}{
+		{"temporary directory", tmp + ":/bin", real},
+		{"workspace", ws + "/.venv/bin:/bin", real},
+		{"writable", plant(data+"/bin") + ":/bin", real},
+		{"state directory", plant(state+"/homes/other-0123/.local/bin") + ":/bin", real},
+		{"symlinked directory", root + "/venvlink:/bin", real},
+		{"symlinked program", outside + ":/bin", real},
+		{"relative", ".venv/bin:/bin", real},
+		{"link out of the workspace", linkOut, real},
+		{"only planted", ws + "/.venv/bin:" + data + "/bin", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// Not the test's /tmp, which holds everything here.
+			t.Setenv("TMPDIR", root+"/tmp")
+			p, err := New(Options{Workspace: ws, Writable: []string{data}, StateDir: state, HostEnv: []string{"PATH=" + tt.path}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.HostProgram("sh"); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

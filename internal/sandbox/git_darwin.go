@@ -44,7 +44,7 @@ func (s *darwinSandbox) startGuard() error {
 	if p.PrivateHome != "" {
 		cfg.Roots = append(cfg.Roots, gitguard.Root{Host: p.PrivateHome})
 	}
-	cfg.Git = gitguard.FindGit(os.Getenv("PATH"), cfg.Roots)
+	cfg.Git = p.HostProgram("git") // outside every path commands write
 	cfg.Home, _ = os.UserHomeDir()
 	cfg.GlobalConfigs = gitguard.GlobalConfigFiles(os.Getenv, cfg.Home, cfg.Git)
 	cfg.StateDir = p.StateDir

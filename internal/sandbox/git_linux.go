@@ -63,7 +63,7 @@ func (s *linuxSandbox) startGuard() error {
 		}
 		cfg.Hidden = append(cfg.Hidden, h)
 	}
-	cfg.Git = gitguard.FindGit(os.Getenv("PATH"), cfg.Roots)
+	cfg.Git = p.HostProgram("git") // outside every path commands write
 	cfg.Home, _ = os.UserHomeDir()
 	cfg.GlobalConfigs = gitguard.GlobalConfigFiles(os.Getenv, cfg.Home, cfg.Git)
 	cfg.StateDir = p.StateDir

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"io"
-	"strings"
 	"sync"
 	"time"
 )
@@ -54,15 +53,4 @@ func (a *Audit) Record(e AuditEntry) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.w.Write(append(line, '\n'))
-}
-
-// notesOf returns the note lines of a result's text.
-func notesOf(text string) []string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if n, ok := strings.CutPrefix(l, "note: "); ok {
-			out = append(out, n)
-		}
-	}
-	return out
 }

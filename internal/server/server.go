@@ -193,14 +193,8 @@ func (h *handler) runCommand(ctx context.Context, req *mcp.CallToolRequest, in r
 	res, out = h.result(r, runErr, stdout, stderr)
 	if h.audit != nil {
 		outBytes, errBytes := stdout.Total(), stderr.Total()
-		e := AuditEntry{Command: in.Command, Args: in.Args, ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut,
-			DurationMS: out.DurationMS, StdoutBytes: &outBytes, StderrBytes: &errBytes, Limit: r.Limit, Error: out.Error}
-		if len(res.Content) > 0 {
-			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-				e.Notes = notesOf(tc.Text)
-			}
-		}
-		h.audit.Record(e)
+		h.audit.Record(AuditEntry{Command: in.Command, Args: in.Args, ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut,
+			DurationMS: out.DurationMS, StdoutBytes: &outBytes, StderrBytes: &errBytes, Limit: r.Limit, Error: out.Error, Notes: out.Notes})
 	}
 	return res, out
 }
@@ -248,7 +242,8 @@ func (h *handler) progress(ctx context.Context, req *mcp.CallToolRequest, stdout
 // result maps the sandbox's outcome to the tool result: isError is false
 // when the program ran and exited, whatever its status; true when it was
 // refused, could not start, timed out, was cancelled or killed by a limit,
-// or the sandbox failed.
+// or the sandbox failed. The server's notes end the text block, and are
+// in the structured result apart from the output.
 func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture) (*mcp.CallToolResult, runCommandOutput) {
 	out := runCommandOutput{
 		ExitCode:   r.ExitCode,
@@ -300,7 +295,7 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 		if text == "" {
 			return
 		}
-		fmt.Fprintf(&b, "--- %s ---\n%s", label, text)
+		fmt.Fprintf(&b, "--- %s ---\n%s", label, escapeControls(text, false))
 		if !strings.HasSuffix(text, "\n") {
 			b.WriteString("\n")
 		}
@@ -310,27 +305,39 @@ func (h *handler) result(r sandbox.Result, runErr error, stdout, stderr *capture
 	if out.Stdout == "" && out.Stderr == "" && runErr == nil {
 		b.WriteString("(no output)\n")
 	}
-	if out.StdoutOmittedBytes > 0 || out.StderrOmittedBytes > 0 {
-		fmt.Fprintf(&b, "note: output is cut to %s per stream (head and tail kept); redirect it to a file in the workspace and read parts of it to see the rest\n", policy.FormatSize(int64(h.pol.MaxOutputBytes)))
-	}
-	if r.TimedOut && r.Limit != "" {
-		fmt.Fprintf(&b, "note: it had reached the %s\n", r.Limit)
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
-	}
-	for _, n := range h.denialNotes(out.Stdout, out.Stderr, runErr) {
-		fmt.Fprintf(&b, "note: %s\n", n)
-	}
-	for _, s := range []struct{ name, text string }{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
-		if n := binaryNote(s.name, invalidUTF8(s.text)); n != "" {
-			fmt.Fprintf(&b, "note: %s\n", n)
-		}
+	out.Notes = h.notes(r, runErr, out)
+	for _, n := range out.Notes {
+		// One line each: a note can quote a name a command chose.
+		fmt.Fprintf(&b, "note: %s\n", escapeControls(n, true))
 	}
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSuffix(b.String(), "\n")}},
 		IsError: isError,
 	}, out
+}
+
+// notes are the server's own notes on a call, in the order the text block
+// ends with them: kept as data where they are made, never read back out of
+// the text, where the command's output could imitate them.
+func (h *handler) notes(r sandbox.Result, runErr error, out runCommandOutput) []string {
+	notes := []string{} // an empty array in the structured result, never null
+	if out.StdoutOmittedBytes > 0 || out.StderrOmittedBytes > 0 {
+		notes = append(notes, fmt.Sprintf("output is cut to %s per stream (head and tail kept); redirect it to a file in the workspace and read parts of it to see the rest", policy.FormatSize(int64(h.pol.MaxOutputBytes))))
+	}
+	if r.TimedOut && r.Limit != "" {
+		notes = append(notes, fmt.Sprintf("it had reached the %s", r.Limit))
+	}
+	notes = append(notes, r.Notes...)
+	notes = append(notes, h.denialNotes(out.Stdout, out.Stderr, runErr)...)
+	for _, s := range []struct{ name, text string }{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
+		if n := binaryNote(s.name, invalidUTF8(s.text)); n != "" {
+			notes = append(notes, n)
+		}
+		if n := controlNote(s.name, controls(s.text)); n != "" {
+			notes = append(notes, n)
+		}
+	}
+	return notes
 }
 
 // failure is the result of a call that did not run.
@@ -342,5 +349,6 @@ func failure(msg string, d time.Duration) (*mcp.CallToolResult, runCommandOutput
 			ExitCode:   -1,
 			DurationMS: d.Milliseconds(),
 			Error:      msg,
+			Notes:      []string{},
 		}
 }

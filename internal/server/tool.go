@@ -29,7 +29,9 @@ type runCommandInput struct {
 }
 
 // runCommandOutput is the structured result. ExitCode is -1 when there is
-// no exit status (killed by a signal, timed out, or never started).
+// no exit status (killed by a signal, timed out, or never started). Notes
+// are the server's, apart from the output, so that a client or a model can
+// tell them from output that imitates them.
 type runCommandOutput struct {
 	ExitCode           int    `json:"exit_code" jsonschema:"the program's exit status; -1 when it was killed or did not start"`
 	Signal             string `json:"signal" jsonschema:"the signal that ended the program, such as SIGKILL; empty if it exited"`
@@ -41,6 +43,8 @@ type runCommandOutput struct {
 	StderrOmittedBytes int64  `json:"stderr_omitted_bytes" jsonschema:"bytes of stderr left out in the middle"`
 	MemoryPeakBytes    int64  `json:"memory_peak_bytes" jsonschema:"peak memory of the whole command (cgroup v2), else of its largest process; 0 if unknown"`
 	Error              string `json:"error,omitempty" jsonschema:"why the call failed when it was refused, could not start, timed out, was stopped by a limit or could not be sandboxed"`
+	// Notes is never nil: an empty array, not null, when there are none.
+	Notes []string `json:"notes" jsonschema:"the server's own notes on the call (output cut, a denial explained, a repository moved aside), as the text block ends with them; never anything the command printed"`
 }
 
 // inputSchema is written by hand rather than inferred: args is a plain
@@ -79,12 +83,16 @@ var inputKeys = []string{argCommand, argArgs, argStdin}
 
 func boolPtr(b bool) *bool { return &b }
 
-// outputSchema is inferred from runCommandOutput.
+// outputSchema is inferred from runCommandOutput, but for notes: a plain
+// "array" (inference allows null for a slice, which the result never
+// holds).
 func outputSchema() *jsonschema.Schema {
 	s, err := jsonschema.For[runCommandOutput](&jsonschema.ForOptions{})
 	if err != nil {
 		panic(err) // a static type: cannot fail at run time
 	}
+	notes := s.Properties["notes"]
+	notes.Type, notes.Types = "array", nil
 	return s
 }
 
