@@ -335,6 +335,9 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				continue
 			}
 		}
+		if e.role == roleIndex && kind != inside {
+			continue // no command wrote it: the user's git did, meanwhile
+		}
 		if e.role == roleRemoteURL {
 			if v, ok := g.judgeRemoteURL(cand, e, kind, newCand); ok {
 				out = append(out, v)
@@ -375,6 +378,10 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			}
 		case e.role == roleRerere && e.id.exists() && e.id.Sum != emptySum && g.trustedVersion(cand, e, newCand).id.Sum != e.id.Sum:
 			why = "its " + g.name(e) + " was made or changed by a call: it names the files the user's own git commit (or git rerere) would read and write, wherever the names lead, outside the sandbox too; the conflicts of a merge made in a call are not remembered by rerere"
+		case e.role == roleIndex:
+			if w := g.judgeIndex(e, els); w != "" {
+				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ": the user's own git checkout or restore would write there, and git add or commit -a read it, wherever it leads, outside the sandbox too"
+			}
 		case e.role == roleRemotes:
 			if w := judgeRemotes(e, g.trustedVersion(cand, e, newCand)); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ", a remote the user's own git push, fetch and pull would use outside the sandbox when the config names no URL for it"
@@ -383,7 +390,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		if why == "" {
 			continue
 		}
-		if e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.odd != oddCommon {
+		if e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.role != roleIndex && e.odd != oddCommon {
 			why += ", which the user's own git would run outside the sandbox"
 		}
 		// A work tree is never moved aside itself: it holds the user's
@@ -498,7 +505,7 @@ func unjudged(newCand bool, changed []element) []verdict {
 		if e.role == roleWorktree {
 			return []verdict{{why: why, whole: true}}
 		}
-		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes || e.role == roleRerere) {
+		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes || e.role == roleRerere || e.role == roleIndex) {
 			out = append(out, verdict{why: why, el: e})
 		}
 	}
@@ -545,6 +552,8 @@ func (g *Guard) name(e element) string {
 		return "legacy remotes directory " + s
 	case roleRerere:
 		return "rerere record " + s
+	case roleIndex:
+		return "index " + s
 	}
 	return s
 }
@@ -607,6 +616,16 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 	}
 	if !v.whole && v.el.role == roleOpState {
 		note += "; " + stoppedHint(moved)
+	}
+	if !v.whole && v.el.role == roleIndex {
+		// Without an index, the user's next git commit records every
+		// file as deleted: git makes a new one from HEAD in its place.
+		if err := g.rebuildIndex(filepath.Dir(target)); err != nil {
+			g.logf("git guard: a new index for %s: %v", target, err)
+			note += "; with no index, the user's next git commit would record every file as deleted: tell the user to run git reset there first (it makes a new index from HEAD, and leaves the work tree as it is)"
+		} else {
+			note += "; the sandbox made a new index from HEAD in its place: what was staged is gone from it, and the work tree is as it was"
+		}
 	}
 	return note, true
 }

@@ -25,10 +25,11 @@ const (
 	roleRemotes               // remotes/ or branches/ of a common dir: remotes git reads when the config defines none
 	roleRerere                // MERGE_RR of a git directory: the paths rerere reads and writes when a merge's conflicts are resolved
 	roleRemoteURL             // a place a remote's local URL leads git push and fetch to
+	roleIndex                 // a git directory's index: every name in it is a path git writes and reads from the work tree (index.go)
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -310,6 +311,7 @@ func (r *resolver) resolve(c candidate) []element {
 		out = append(out, opStateDir(filepath.Join(gitdir, name)))
 	}
 	out = append(out, rerereRecord(filepath.Join(gitdir, "MERGE_RR")))
+	out = append(out, r.indexElement(gitdir))
 	// Git reads remotes/NAME, then branches/NAME, for a remote its config
 	// does not define: a URL, and refspecs for push and fetch.
 	for _, name := range []string{"remotes", "branches"} {
