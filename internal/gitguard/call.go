@@ -313,11 +313,23 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			newCand = cand != global
 		}
 	}
+	// What lies in a grant the user made writable by name is neither
+	// protected nor judged: a repository there, and what the user's own
+	// repositories name there (husky's hooks directory). A repository
+	// made in a call elsewhere is judged whole, wherever its parts lie:
+	// the grant covers what is in it, not a redirection into it from the
+	// rest of the workspace, which the user's git obeys there.
+	if k, _, _ := g.place(cand.entry); k == exempt {
+		return nil
+	}
 	var out []verdict
 	for _, e := range changed {
 		kind, _, _ := g.place(e.path)
 		if kind == exempt {
-			continue
+			if !newCand {
+				continue
+			}
+			kind = inside
 		}
 		redirect := e.role == roleEntry || e.role == roleGitdir || e.role == roleCommondir || e.role == roleWorktree
 		if (kind == outside || e.odd != "") && e.raw != "" && (!newCand || e.user) {
@@ -587,7 +599,7 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 		}
 	}
 	kind, root, _ := g.place(target)
-	if kind != inside || target == "" {
+	if kind == outside || target == "" {
 		return fmt.Sprintf("git: %s: %s; the sandbox cannot move it aside: tell the user", g.show(target), v.why), false
 	}
 	if id, err := lstatIdent(target); err == nil && !id.exists() {
