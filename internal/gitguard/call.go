@@ -347,8 +347,12 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				continue
 			}
 		}
-		if e.role == roleIndex && kind != inside {
-			continue // no command wrote it: the user's git did, meanwhile
+		if (e.role == roleIndex || e.role == roleStray) && kind != inside {
+			continue // no command wrote it: the user or the user's git did, meanwhile
+		}
+		if e.role == roleStray && e.odd == "" {
+			out = append(out, g.strayVerdicts(e, g.trustedVersion(cand, e, newCand))...)
+			continue
 		}
 		if e.role == roleRemoteURL {
 			if v, ok := g.judgeRemoteURL(cand, e, kind, newCand); ok {

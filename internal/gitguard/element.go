@@ -26,10 +26,11 @@ const (
 	roleRerere                // MERGE_RR of a git directory: the paths rerere reads and writes when a merge's conflicts are resolved
 	roleRemoteURL             // a place a remote's local URL leads git push and fetch to
 	roleIndex                 // a git directory's index: every name in it is a path git writes and reads from the work tree (index.go)
+	roleStray                 // the entries at the top of a git directory that git keeps no such entry as (gitdir.go)
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -311,7 +312,7 @@ func (r *resolver) resolve(c candidate) []element {
 		out = append(out, opStateDir(filepath.Join(gitdir, name)))
 	}
 	out = append(out, rerereRecord(filepath.Join(gitdir, "MERGE_RR")))
-	out = append(out, r.indexElement(gitdir))
+	out = append(out, r.indexElement(gitdir), r.strayEntries(gitdir))
 	// Git reads remotes/NAME, then branches/NAME, for a remote its config
 	// does not define: a URL, and refspecs for push and fetch.
 	for _, name := range []string{"remotes", "branches"} {
@@ -367,6 +368,10 @@ const (
 	stateStrategyOpts           // its -X options, which git's scripted strategies hand to git read-tree
 	stateApplyOpt               // options for git apply
 	stateOpts                   // the cherry-pick options, config format
+	// stateNumber: a number git counts with (read by strtol), which git's
+	// own prompt (git-sh-prompt's __git_ps1) also puts into the shell's
+	// prompt as it is, where a shell expands $(...) in it.
+	stateNumber
 )
 
 // opStateFiles are the files git keeps in each state directory, from
@@ -377,7 +382,8 @@ const (
 var opStateFiles = map[string]map[string]stateFile{
 	"rebase-merge": withInert(map[string]stateFile{
 		"git-rebase-todo": stateTodo, "strategy": stateStrategy, "strategy_opts": stateStrategyOpts,
-	}, "git-rebase-todo.backup", "done", "dropped", "msgnum", "end", "message", "message-squash",
+		"msgnum": stateNumber, "end": stateNumber,
+	}, "git-rebase-todo.backup", "done", "dropped", "message", "message-squash",
 		"message-fixup", "current-fixups", "author-script", "amend", "stopped-sha", "patch",
 		"rewritten-list", "rewritten-pending", "squash-onto", "refs-to-delete", "update-refs",
 		"gpg_sign_opt", "cdate_is_adate", "ignore_date", "orig-head", "head", "verbose", "quiet",
@@ -388,8 +394,9 @@ var opStateFiles = map[string]map[string]stateFile{
 	// numbered files (opStateInert).
 	"rebase-apply": withInert(map[string]stateFile{
 		"apply-opt": stateApplyOpt, "strategy": stateStrategy, "strategy_opts": stateStrategyOpts,
+		"next": stateNumber, "last": stateNumber,
 	}, "abort-safety", "applying", "author-script", "dirtyindex", "final-commit", "info", "keep",
-		"last", "messageid", "msg", "next", "original-commit", "patch", "patch-merge-index",
+		"messageid", "msg", "original-commit", "patch", "patch-merge-index",
 		"quiet", "quoted-cr", "rebasing", "rerere-autoupdate", "rewritten", "scissors", "sign",
 		"threeway", "utf8", "head-name", "onto", "orig-head", "head", "verbose",
 		"allow_rerere_autoupdate", "gpg_sign_opt", "signoff", "autostash"),

@@ -75,36 +75,43 @@ func (r *resolver) indexElement(gitdir string) element {
 	return e
 }
 
-// sharedIndexes lists gitdir's sharedindex.* entries with what each is,
-// reading the listing again only when the directory changed (as hooks).
+// sharedIndexes lists gitdir's sharedindex.* entries with what each is.
 func (r *resolver) sharedIndexes(gitdir string) ([]dirEntry, error) {
+	return r.gitdirEntries(gitdir, func(name string) bool { return strings.HasPrefix(name, "sharedindex.") })
+}
+
+// gitdirEntries lists the entries of gitdir that keep names, with what
+// each is (statEach), reading the listing again only when the directory
+// changed (as hooks).
+func (r *resolver) gitdirEntries(gitdir string, keep func(string) bool) ([]dirEntry, error) {
 	id, err := lstatIdent(gitdir)
 	if err != nil || !id.isDir() {
 		return nil, err
 	}
 	id.Size = 0
-	key := gitdir + "\x00sharedindex"
-	var ents []dirEntry
+	key := gitdir + "\x00listing"
+	var all []dirEntry
 	if c, ok := r.dirs[key]; ok && c.id == id && time.Now().UnixNano()-id.Ctime > int64(time.Second) {
-		ents = append([]dirEntry(nil), c.ents...)
+		all = c.ents
 	} else {
-		all, lid, err := listDir(gitdir, maxGitdirEntries)
+		l, lid, err := listDir(gitdir, maxGitdirEntries)
 		if err != nil {
 			return nil, err
 		}
 		lid.Size = 0
-		id = lid
-		for _, en := range all {
-			if strings.HasPrefix(en.name, "sharedindex.") {
-				ents = append(ents, en)
-			}
-		}
+		id, all = lid, l
 		if r.dirs != nil {
-			r.dirs[key] = cachedDir{id: id, ents: append([]dirEntry(nil), ents...)}
+			r.dirs[key] = cachedDir{id: id, ents: l}
 		}
 	}
 	if r.dirs != nil {
 		r.used[key] = true
+	}
+	var ents []dirEntry
+	for _, en := range all {
+		if keep(en.name) {
+			ents = append(ents, en)
+		}
 	}
 	if len(ents) == 0 {
 		return nil, nil

@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Git's scripts read a git directory too, and what they read there a
+// command can plant: git's prompt (__git_ps1, in PROMPT_COMMAND mode) puts
+// a stopped rebase's step counts into the shell's prompt as they are, and
+// git instaweb runs gitweb/lighttpd from the git directory where no
+// lighttpd is installed. Each works on the host; through the sandbox,
+// one-shot and over MCP, the call's end moves it aside.
+func TestEscapeGitScriptsPlanted(t *testing.T) {
+	const gitPrompt = "/usr/lib/git-core/git-sh-prompt"
+	for _, tt := range []struct {
+		name  string
+		needs func() string // why the user's tool cannot run here, or ""
+		plant string
+		user  func(e *env)
+		note  string
+	}{
+		{name: "a rebase step count in the user's prompt",
+			needs: func() string {
+				if _, err := os.Stat(gitPrompt); err != nil {
+					return "needs git's prompt script at " + gitPrompt
+				}
+				if _, err := exec.LookPath("bash"); err != nil {
+					return "needs bash"
+				}
+				return ""
+			},
+			plant: `mkdir .git/rebase-merge && git symbolic-ref HEAD > .git/rebase-merge/head-name && printf '%s\n' '$(touch PWNED-PATH)' > .git/rebase-merge/msgnum && echo 2 > .git/rebase-merge/end`,
+			user: func(e *env) {
+				// As bash draws a prompt set by __git_ps1: PS1 expanded.
+				cmd := exec.Command("bash", "-c", `. `+gitPrompt+` && __git_ps1 "\u" "\\\$ " && eval "p=\"$PS1\""`)
+				cmd.Dir, cmd.Env = e.ws, e.vars
+				cmd.Run()
+			},
+			note: "moved .git/rebase-merge aside"},
+		{name: "git instaweb's web server",
+			needs: func() string {
+				if _, err := exec.LookPath("lighttpd"); err == nil {
+					return "lighttpd is installed: git instaweb runs it, not the git directory's"
+				}
+				if err := exec.Command("git", "instaweb", "-h").Run(); err != nil && !strings.Contains(err.Error(), "exit status 129") {
+					return "needs git instaweb"
+				}
+				return ""
+			},
+			plant: `mkdir .git/gitweb && printf '#!/bin/sh\ntouch PWNED-PATH\n' > .git/gitweb/lighttpd && chmod +x .git/gitweb/lighttpd`,
+			user: func(e *env) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, "git", "instaweb", "--browser=true")
+				cmd.Dir, cmd.Env = e.ws, e.vars
+				cmd.Run()
+				stop := exec.Command("git", "instaweb", "--stop")
+				stop.Dir, stop.Env = e.ws, e.vars
+				stop.Run()
+			},
+			note: "moved .git/gitweb aside"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if why := tt.needs(); why != "" {
+				t.Skip(why)
+			}
+			ran := func(e *env) bool {
+				os.Remove(e.pwned())
+				tt.user(e)
+				_, err := os.Lstat(e.pwned())
+				return err == nil
+			}
+			plant := func(e *env) string { return strings.ReplaceAll(tt.plant, "PWNED-PATH", e.pwned()) }
+			t.Run("control", func(t *testing.T) {
+				e := plantEnv(t)
+				e.gitRepo()
+				e.hostSh(plant(e))
+				if !ran(e) {
+					t.Fatal("planted on the host, the user's tool ran nothing: the attack tests nothing")
+				}
+			})
+			t.Run("one-shot", func(t *testing.T) {
+				e := plantEnv(t)
+				e.gitRepo()
+				_, stderr, _ := e.sh(plant(e))
+				if !strings.Contains(stderr, tt.note) {
+					t.Errorf("no note %q: %q", tt.note, stderr)
+				}
+				if ran(e) {
+					t.Errorf("the user's tool ran what the sandbox planted\nstderr: %q", stderr)
+				}
+			})
+			t.Run("mcp", func(t *testing.T) {
+				e := plantEnv(t)
+				e.gitRepo()
+				s := e.serve()
+				res, _ := s.sh(t, plant(e))
+				if !strings.Contains(text(res), tt.note) {
+					t.Errorf("no note %q: %s", tt.note, text(res))
+				}
+				if ran(e) {
+					t.Errorf("the user's tool ran what the sandbox planted\nresult: %s", text(res))
+				}
+			})
+		})
+	}
+}
