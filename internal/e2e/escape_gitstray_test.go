@@ -110,3 +110,54 @@ func TestEscapeGitScriptsPlanted(t *testing.T) {
 		})
 	}
 }
+
+// An alternates file naming a repository in the hidden home: the user's
+// git reads its objects as the workspace's own, and git fsck --lost-found
+// writes its dangling blobs into the workspace, where the next call reads
+// them. Control on the host, then one-shot and over MCP.
+func TestEscapeGitAlternatesOutside(t *testing.T) {
+	setup := func(t *testing.T) *env {
+		e := plantEnv(t)
+		e.gitRepo()
+		priv := e.home + "/private-project"
+		e.git("init", "-q", priv)
+		e.write(priv+"/wip", "WIP "+secretValue+"\n", 0o600)
+		e.git("-C", priv, "add", "wip")
+		e.git("-C", priv, "rm", "-q", "--cached", "wip")
+		return e
+	}
+	plant := func(e *env) string { return `echo "` + e.home + `/private-project/.git/objects" > .git/objects/info/alternates` }
+	leaked := func(e *env) bool {
+		e.gitTry("fsck", "--lost-found")
+		out, _ := exec.Command("sh", "-c", "cat "+e.ws+"/.git/lost-found/other/* 2>/dev/null").Output()
+		return strings.Contains(string(out), secretValue)
+	}
+	t.Run("control", func(t *testing.T) {
+		e := setup(t)
+		e.hostSh(plant(e))
+		if !leaked(e) {
+			t.Fatal("planted on the host, nothing hidden landed in the workspace: the attack tests nothing")
+		}
+	})
+	t.Run("one-shot", func(t *testing.T) {
+		e := setup(t)
+		_, stderr, _ := e.sh(plant(e))
+		if !strings.Contains(stderr, "moved .git/objects/info/alternates aside") {
+			t.Errorf("no note of the alternates file moved aside: %q", stderr)
+		}
+		if leaked(e) {
+			t.Errorf("the hidden repository's objects landed in the workspace\nstderr: %q", stderr)
+		}
+	})
+	t.Run("mcp", func(t *testing.T) {
+		e := setup(t)
+		s := e.serve()
+		res, _ := s.sh(t, plant(e))
+		if !strings.Contains(text(res), "moved .git/objects/info/alternates aside") {
+			t.Errorf("no note of the alternates file moved aside: %s", text(res))
+		}
+		if leaked(e) {
+			t.Errorf("the hidden repository's objects landed in the workspace\nresult: %s", text(res))
+		}
+	})
+}

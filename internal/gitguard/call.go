@@ -394,6 +394,10 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			}
 		case e.role == roleRerere && e.id.exists() && e.id.Sum != emptySum && g.trustedVersion(cand, e, newCand).id.Sum != e.id.Sum:
 			why = "its " + g.name(e) + " was made or changed by a call: it names the files the user's own git commit (or git rerere) would read and write, wherever the names lead, outside the sandbox too; the conflicts of a merge made in a call are not remembered by rerere"
+		case e.role == roleAlternates && e.id.exists():
+			if w := g.judgeAlternates(e); w != "" {
+				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
+			}
 		case e.role == roleIndex:
 			if w := g.judgeIndex(e, els); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ": the user's own git checkout or restore would write there, and git add or commit -a read it, wherever it leads, outside the sandbox too"
@@ -406,7 +410,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		if why == "" {
 			continue
 		}
-		if e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.role != roleIndex && e.odd != oddCommon {
+		if e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.role != roleIndex && e.role != roleAlternates && e.odd != oddCommon {
 			why += ", which the user's own git would run outside the sandbox"
 		}
 		// A work tree is never moved aside itself: it holds the user's
@@ -521,7 +525,7 @@ func unjudged(newCand bool, changed []element) []verdict {
 		if e.role == roleWorktree {
 			return []verdict{{why: why, whole: true}}
 		}
-		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes || e.role == roleRerere || e.role == roleIndex) {
+		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes || e.role == roleRerere || e.role == roleIndex || e.role == roleAlternates) {
 			out = append(out, verdict{why: why, el: e})
 		}
 	}
@@ -570,6 +574,8 @@ func (g *Guard) name(e element) string {
 		return "rerere record " + s
 	case roleIndex:
 		return "index " + s
+	case roleAlternates:
+		return "alternates file " + s
 	}
 	return s
 }

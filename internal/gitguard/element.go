@@ -14,23 +14,24 @@ import (
 type role uint8
 
 const (
-	roleEntry     role = iota // what git finds first: a .git entry, or a bare repository's directory
-	roleGitdir                // the git directory a .git entry leads to
-	roleCommondir             // gitdir/commondir, which moves config and hooks elsewhere
-	roleConfig                // a config file git reads: config, config.worktree, an included file
-	roleHooks                 // the hooks directory of a git directory (samples are inert)
-	roleHooksPath             // a core.hooksPath directory (everything in it is a hook)
-	roleWorktree              // the work tree core.worktree names, where git writes and deletes files
-	roleOpState               // an operation git stopped in (rebase-merge, rebase-apply, sequencer): what it runs when it goes on
-	roleRemotes               // remotes/ or branches/ of a common dir: remotes git reads when the config defines none
-	roleRerere                // MERGE_RR of a git directory: the paths rerere reads and writes when a merge's conflicts are resolved
-	roleRemoteURL             // a place a remote's local URL leads git push and fetch to
-	roleIndex                 // a git directory's index: every name in it is a path git writes and reads from the work tree (index.go)
-	roleStray                 // the entries at the top of a git directory that git keeps no such entry as (gitdir.go)
+	roleEntry      role = iota // what git finds first: a .git entry, or a bare repository's directory
+	roleGitdir                 // the git directory a .git entry leads to
+	roleCommondir              // gitdir/commondir, which moves config and hooks elsewhere
+	roleConfig                 // a config file git reads: config, config.worktree, an included file
+	roleHooks                  // the hooks directory of a git directory (samples are inert)
+	roleHooksPath              // a core.hooksPath directory (everything in it is a hook)
+	roleWorktree               // the work tree core.worktree names, where git writes and deletes files
+	roleOpState                // an operation git stopped in (rebase-merge, rebase-apply, sequencer): what it runs when it goes on
+	roleRemotes                // remotes/ or branches/ of a common dir: remotes git reads when the config defines none
+	roleRerere                 // MERGE_RR of a git directory: the paths rerere reads and writes when a merge's conflicts are resolved
+	roleRemoteURL              // a place a remote's local URL leads git push and fetch to
+	roleIndex                  // a git directory's index: every name in it is a path git writes and reads from the work tree (index.go)
+	roleStray                  // the entries at the top of a git directory that git keeps no such entry as (gitdir.go)
+	roleAlternates             // objects/info/alternates of a common dir: object stores git reads as the repository's own
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray", "alternates"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -313,6 +314,7 @@ func (r *resolver) resolve(c candidate) []element {
 	}
 	out = append(out, rerereRecord(filepath.Join(gitdir, "MERGE_RR")))
 	out = append(out, r.indexElement(gitdir), r.strayEntries(gitdir))
+	out = append(out, alternatesFile(filepath.Join(common, "objects", "info", "alternates")))
 	// Git reads remotes/NAME, then branches/NAME, for a remote its config
 	// does not define: a URL, and refspecs for push and fetch.
 	for _, name := range []string{"remotes", "branches"} {

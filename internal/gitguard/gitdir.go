@@ -153,3 +153,58 @@ func (g *Guard) strayVerdicts(e, prev element) []verdict {
 	}
 	return out
 }
+
+// maxAlternatesBytes caps an alternates file: a path a line.
+const maxAlternatesBytes = 64 << 10
+
+// alternatesFile reads a common dir's objects/info/alternates, where git
+// finds other object stores to read as the repository's own: a path a
+// line, relative to the objects directory. Its identity is its content.
+func alternatesFile(path string) element {
+	e := element{role: roleAlternates, path: path}
+	id, err := lstatIdent(path)
+	switch {
+	case err != nil:
+		e.odd = err.Error()
+		return e
+	case !id.exists() || id.isLink():
+		return e // a link in a git directory is removed as such (links.go)
+	}
+	b, _, err := readRegular(path, maxAlternatesBytes)
+	if err != nil {
+		e.id = id
+		e.odd = err.Error()
+		return e
+	}
+	e.id = ident{Kind: id.Kind, Sum: contentSum(b)}
+	e.content = b
+	return e
+}
+
+// judgeAlternates says why an alternates file would let the user's git
+// read, as this repository's, objects the sandbox does not show commands,
+// or "": each object store it names must lie in the writable roots or a
+// path the user granted read-only. Git reads every line but empty ones
+// and comments as a path (object-file.c, link_alt_odb_entries), a quoted
+// one C-unquoted, which this does not read: a risk. What lies outside is
+// never looked at, so the note is the same whatever is there.
+func (g *Guard) judgeAlternates(e element) string {
+	objects := filepath.Dir(filepath.Dir(e.path))
+	for _, line := range strings.Split(string(e.content), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line[0] == '"' || strings.ContainsRune(line, 0) {
+			return "it names an object store git would unquote: " + quoteCapped(line)
+		}
+		p, err := canonical(under(objects, line))
+		if err != nil {
+			return "it names an object store that cannot be followed safely: " + quoteCapped(line)
+		}
+		if kind, _, _ := g.place(p); kind == outside && !g.readable(p) {
+			return "it names an object store outside the writable roots and the paths granted read-only, " + quoteCapped(line) +
+				": the user's own git would read that repository's objects as this one's, and copy them in (git fsck --lost-found, git repack)"
+		}
+	}
+	return ""
+}

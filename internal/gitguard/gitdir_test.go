@@ -93,3 +93,45 @@ func TestEndMovesRebaseCountsThatAreNotNumbersAside(t *testing.T) {
 		t.Error("the user's prompt ran what the call planted")
 	}
 }
+
+// An alternates file a call writes, naming a repository the sandbox hides
+// (in the home): the user's git fsck --lost-found copies that repository's
+// dangling objects into the workspace. Moved aside; one naming a store in
+// the roots or a read-only grant stays (git clone --reference, --shared).
+func TestEndMovesAlternatesOutsideAside(t *testing.T) {
+	const priv = `git init -q "$HOME/priv" && echo PRIVATE-WIP > "$HOME/priv/w" && git -C "$HOME/priv" add w && git -C "$HOME/priv" rm -q --cached w`
+	lostFound := func(f *fixture) bool {
+		cmd := exec.Command(f.git, "-C", f.root, "fsck", "--lost-found")
+		cmd.Env = f.env()
+		cmd.Run()
+		out, _ := exec.Command("sh", "-c", "cat "+f.root+"/.git/lost-found/other/* 2>/dev/null").Output()
+		return strings.Contains(string(out), "PRIVATE-WIP")
+	}
+	ctl := newFixture(t)
+	ctl.sh(userRepo)
+	ctl.sh(priv)
+	ctl.sh(`echo "$HOME/priv/.git/objects" > .git/objects/info/alternates`)
+	if !lostFound(ctl) {
+		t.Fatal("control: the hidden repository's objects did not land in the workspace; the test tests nothing")
+	}
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watched", true: "walked"}[walk], func(t *testing.T) {
+			f := newFixture(t)
+			f.walk = walk
+			f.sh(userRepo)
+			f.sh(priv)
+			f.start()
+			// A clone with a reference to a repository in the roots.
+			if notes := f.call(`git clone -q --reference . . c && git -C c status --porcelain`); len(notes) != 0 {
+				t.Fatalf("a clone --reference in the roots was judged: %q", notes)
+			}
+			notes := f.call(`echo "$HOME/priv/.git/objects" > .git/objects/info/alternates`)
+			if !strings.Contains(strings.Join(notes, "\n"), "moved .git/objects/info/alternates aside") {
+				t.Errorf("notes %q, want the alternates file moved aside", notes)
+			}
+			if lostFound(f) {
+				t.Error("the hidden repository's objects landed in the workspace")
+			}
+		})
+	}
+}
