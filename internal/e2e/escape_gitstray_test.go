@@ -126,7 +126,9 @@ func TestEscapeGitAlternatesOutside(t *testing.T) {
 		e.git("-C", priv, "rm", "-q", "--cached", "wip")
 		return e
 	}
-	plant := func(e *env) string { return `echo "` + e.home + `/private-project/.git/objects" > .git/objects/info/alternates` }
+	plant := func(e *env) string {
+		return `echo "` + e.home + `/private-project/.git/objects" > .git/objects/info/alternates`
+	}
 	leaked := func(e *env) bool {
 		e.gitTry("fsck", "--lost-found")
 		out, _ := exec.Command("sh", "-c", "cat "+e.ws+"/.git/lost-found/other/* 2>/dev/null").Output()
