@@ -313,11 +313,23 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			newCand = cand != global
 		}
 	}
+	// What lies in a grant the user made writable by name is neither
+	// protected nor judged: a repository there, and what the user's own
+	// repositories name there (husky's hooks directory). A repository
+	// made in a call elsewhere is judged whole, wherever its parts lie:
+	// the grant covers what is in it, not a redirection into it from the
+	// rest of the workspace, which the user's git obeys there.
+	if k, _, _ := g.place(cand.entry); k == exempt {
+		return nil
+	}
 	var out []verdict
 	for _, e := range changed {
 		kind, _, _ := g.place(e.path)
 		if kind == exempt {
-			continue
+			if !newCand {
+				continue
+			}
+			kind = inside
 		}
 		redirect := e.role == roleEntry || e.role == roleGitdir || e.role == roleCommondir || e.role == roleWorktree
 		if (kind == outside || e.odd != "") && e.raw != "" && (!newCand || e.user) {
@@ -334,6 +346,13 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				}
 				continue
 			}
+		}
+		if (e.role == roleIndex || e.role == roleStray) && kind != inside {
+			continue // no command wrote it: the user or the user's git did, meanwhile
+		}
+		if e.role == roleStray && e.odd == "" {
+			out = append(out, g.strayVerdicts(e, g.trustedVersion(cand, e, newCand))...)
+			continue
 		}
 		if e.role == roleRemoteURL {
 			if v, ok := g.judgeRemoteURL(cand, e, kind, newCand); ok {
@@ -375,6 +394,14 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			}
 		case e.role == roleRerere && e.id.exists() && e.id.Sum != emptySum && g.trustedVersion(cand, e, newCand).id.Sum != e.id.Sum:
 			why = "its " + g.name(e) + " was made or changed by a call: it names the files the user's own git commit (or git rerere) would read and write, wherever the names lead, outside the sandbox too; the conflicts of a merge made in a call are not remembered by rerere"
+		case e.role == roleAlternates && e.id.exists():
+			if w := g.judgeAlternates(e); w != "" {
+				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
+			}
+		case e.role == roleIndex:
+			if w := g.judgeIndex(e, els); w != "" {
+				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ": the user's own git checkout or restore would write there, and git add or commit -a read it, wherever it leads, outside the sandbox too"
+			}
 		case e.role == roleRemotes:
 			if w := judgeRemotes(e, g.trustedVersion(cand, e, newCand)); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ", a remote the user's own git push, fetch and pull would use outside the sandbox when the config names no URL for it"
@@ -383,7 +410,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		if why == "" {
 			continue
 		}
-		if e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.odd != oddCommon {
+		if e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.role != roleIndex && e.role != roleAlternates && e.odd != oddCommon {
 			why += ", which the user's own git would run outside the sandbox"
 		}
 		// A work tree is never moved aside itself: it holds the user's
@@ -498,7 +525,7 @@ func unjudged(newCand bool, changed []element) []verdict {
 		if e.role == roleWorktree {
 			return []verdict{{why: why, whole: true}}
 		}
-		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes || e.role == roleRerere) {
+		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes || e.role == roleRerere || e.role == roleIndex || e.role == roleAlternates) {
 			out = append(out, verdict{why: why, el: e})
 		}
 	}
@@ -545,6 +572,10 @@ func (g *Guard) name(e element) string {
 		return "legacy remotes directory " + s
 	case roleRerere:
 		return "rerere record " + s
+	case roleIndex:
+		return "index " + s
+	case roleAlternates:
+		return "alternates file " + s
 	}
 	return s
 }
@@ -578,7 +609,7 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 		}
 	}
 	kind, root, _ := g.place(target)
-	if kind != inside || target == "" {
+	if kind == outside || target == "" {
 		return fmt.Sprintf("git: %s: %s; the sandbox cannot move it aside: tell the user", g.show(target), v.why), false
 	}
 	if id, err := lstatIdent(target); err == nil && !id.exists() {
@@ -607,6 +638,16 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 	}
 	if !v.whole && v.el.role == roleOpState {
 		note += "; " + stoppedHint(moved)
+	}
+	if !v.whole && v.el.role == roleIndex {
+		// Without an index, the user's next git commit records every
+		// file as deleted: git makes a new one from HEAD in its place.
+		if err := g.rebuildIndex(filepath.Dir(target)); err != nil {
+			g.logf("git guard: a new index for %s: %v", target, err)
+			note += "; with no index, the user's next git commit would record every file as deleted: tell the user to run git reset there first (it makes a new index from HEAD, and leaves the work tree as it is)"
+		} else {
+			note += "; the sandbox made a new index from HEAD in its place: what was staged is gone from it, and the work tree is as it was"
+		}
 	}
 	return note, true
 }

@@ -16,7 +16,9 @@
 // rebase-apply, sequencer: every entry, of which only those git keeps
 // there and reads as ids, messages or switches are inert; to-do lists,
 // merge strategies and their options, git apply's options are read),
-// rerere's record of a merge's conflicts (MERGE_RR), legacy remotes
+// rerere's record of a merge's conflicts (MERGE_RR), the index (every
+// name in it is a path git writes and reads from the work tree, and git
+// checks names only when it adds them: index.go has git check them), legacy remotes
 // (remotes/, branches/) and every place a remote's local URL leads git
 // push and fetch. A commondir must name a whole git directory (HEAD,
 // objects/, refs/), where the finders look for links. Then, around every
@@ -38,6 +40,10 @@
 //     the call's result says so. Every symbolic link made inside a git
 //     directory during the call is removed (links.go): git writes through
 //     them.
+//
+// What lies in a grant the user made writable by name (Config.Exempt) is
+// neither protected nor judged, but a repository made in a call outside
+// the grant is judged wherever its parts lie, the grant included.
 //
 // A git directory is trusted when it is seen while no call runs: the user
 // made it, or it was judged harmless at the end of a call. Everything read

@@ -14,21 +14,24 @@ import (
 type role uint8
 
 const (
-	roleEntry     role = iota // what git finds first: a .git entry, or a bare repository's directory
-	roleGitdir                // the git directory a .git entry leads to
-	roleCommondir             // gitdir/commondir, which moves config and hooks elsewhere
-	roleConfig                // a config file git reads: config, config.worktree, an included file
-	roleHooks                 // the hooks directory of a git directory (samples are inert)
-	roleHooksPath             // a core.hooksPath directory (everything in it is a hook)
-	roleWorktree              // the work tree core.worktree names, where git writes and deletes files
-	roleOpState               // an operation git stopped in (rebase-merge, rebase-apply, sequencer): what it runs when it goes on
-	roleRemotes               // remotes/ or branches/ of a common dir: remotes git reads when the config defines none
-	roleRerere                // MERGE_RR of a git directory: the paths rerere reads and writes when a merge's conflicts are resolved
-	roleRemoteURL             // a place a remote's local URL leads git push and fetch to
+	roleEntry      role = iota // what git finds first: a .git entry, or a bare repository's directory
+	roleGitdir                 // the git directory a .git entry leads to
+	roleCommondir              // gitdir/commondir, which moves config and hooks elsewhere
+	roleConfig                 // a config file git reads: config, config.worktree, an included file
+	roleHooks                  // the hooks directory of a git directory (samples are inert)
+	roleHooksPath              // a core.hooksPath directory (everything in it is a hook)
+	roleWorktree               // the work tree core.worktree names, where git writes and deletes files
+	roleOpState                // an operation git stopped in (rebase-merge, rebase-apply, sequencer): what it runs when it goes on
+	roleRemotes                // remotes/ or branches/ of a common dir: remotes git reads when the config defines none
+	roleRerere                 // MERGE_RR of a git directory: the paths rerere reads and writes when a merge's conflicts are resolved
+	roleRemoteURL              // a place a remote's local URL leads git push and fetch to
+	roleIndex                  // a git directory's index: every name in it is a path git writes and reads from the work tree (index.go)
+	roleStray                  // the entries at the top of a git directory that git keeps no such entry as (gitdir.go)
+	roleAlternates             // objects/info/alternates of a common dir: object stores git reads as the repository's own
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray", "alternates"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -310,6 +313,8 @@ func (r *resolver) resolve(c candidate) []element {
 		out = append(out, opStateDir(filepath.Join(gitdir, name)))
 	}
 	out = append(out, rerereRecord(filepath.Join(gitdir, "MERGE_RR")))
+	out = append(out, r.indexElement(gitdir), r.strayEntries(gitdir))
+	out = append(out, alternatesFile(filepath.Join(common, "objects", "info", "alternates")))
 	// Git reads remotes/NAME, then branches/NAME, for a remote its config
 	// does not define: a URL, and refspecs for push and fetch.
 	for _, name := range []string{"remotes", "branches"} {
@@ -365,6 +370,10 @@ const (
 	stateStrategyOpts           // its -X options, which git's scripted strategies hand to git read-tree
 	stateApplyOpt               // options for git apply
 	stateOpts                   // the cherry-pick options, config format
+	// stateNumber: a number git counts with (read by strtol), which git's
+	// own prompt (git-sh-prompt's __git_ps1) also puts into the shell's
+	// prompt as it is, where a shell expands $(...) in it.
+	stateNumber
 )
 
 // opStateFiles are the files git keeps in each state directory, from
@@ -375,7 +384,8 @@ const (
 var opStateFiles = map[string]map[string]stateFile{
 	"rebase-merge": withInert(map[string]stateFile{
 		"git-rebase-todo": stateTodo, "strategy": stateStrategy, "strategy_opts": stateStrategyOpts,
-	}, "git-rebase-todo.backup", "done", "dropped", "msgnum", "end", "message", "message-squash",
+		"msgnum": stateNumber, "end": stateNumber,
+	}, "git-rebase-todo.backup", "done", "dropped", "message", "message-squash",
 		"message-fixup", "current-fixups", "author-script", "amend", "stopped-sha", "patch",
 		"rewritten-list", "rewritten-pending", "squash-onto", "refs-to-delete", "update-refs",
 		"gpg_sign_opt", "cdate_is_adate", "ignore_date", "orig-head", "head", "verbose", "quiet",
@@ -386,8 +396,9 @@ var opStateFiles = map[string]map[string]stateFile{
 	// numbered files (opStateInert).
 	"rebase-apply": withInert(map[string]stateFile{
 		"apply-opt": stateApplyOpt, "strategy": stateStrategy, "strategy_opts": stateStrategyOpts,
+		"next": stateNumber, "last": stateNumber,
 	}, "abort-safety", "applying", "author-script", "dirtyindex", "final-commit", "info", "keep",
-		"last", "messageid", "msg", "next", "original-commit", "patch", "patch-merge-index",
+		"messageid", "msg", "original-commit", "patch", "patch-merge-index",
 		"quiet", "quoted-cr", "rebasing", "rerere-autoupdate", "rewritten", "scissors", "sign",
 		"threeway", "utf8", "head-name", "onto", "orig-head", "head", "verbose",
 		"allow_rerere_autoupdate", "gpg_sign_opt", "signoff", "autostash"),

@@ -97,6 +97,8 @@ func (l *linked) take() []string {
 type Guard struct {
 	cfg  Config
 	list lister
+	// checkIndex judges an index made or changed during a call (index.go).
+	checkIndex indexChecker
 
 	mu       sync.Mutex
 	find     finder
@@ -160,19 +162,21 @@ var global = candidate{entry: ""}
 // New starts watching cfg.Roots. What it finds now is trusted.
 func New(cfg Config) (*Guard, error) {
 	g := &Guard{
-		cfg:       cfg,
-		list:      noGit,
-		listings:  map[string]listing{},
-		seen:      map[string]bool{},
-		byContent: map[[sha256.Size]byte]listing{},
-		trusted:   map[candidate][]element{},
-		suspect:   map[candidate]string{},
-		unmovable: map[candidate]string{},
-		user:      map[candidate]bool{},
-		ph:        placeholders{},
+		cfg:        cfg,
+		list:       noGit,
+		checkIndex: noIndexGit,
+		listings:   map[string]listing{},
+		seen:       map[string]bool{},
+		byContent:  map[[sha256.Size]byte]listing{},
+		trusted:    map[candidate][]element{},
+		suspect:    map[candidate]string{},
+		unmovable:  map[candidate]string{},
+		user:       map[candidate]bool{},
+		ph:         placeholders{},
 	}
 	if cfg.Git != "" {
 		g.list = gitLister(cfg.Git)
+		g.checkIndex = gitIndexChecker(cfg.Git)
 	}
 	g.res = resolver{home: cfg.Home, list: g.listPaths, placeholder: g.ph.pristine,
 		dirs: map[string]cachedDir{}, used: map[string]bool{}}

@@ -271,6 +271,10 @@ func opStateRisks(list lister, e element) []string {
 			out = append(out, strategyOptRisks(b)...)
 		case stateApplyOpt:
 			out = append(out, applyOptRisks(b)...)
+		case stateNumber:
+			if n := strings.TrimSuffix(string(b), "\n"); n == "" || strings.Trim(n, "0123456789") != "" {
+				out = append(out, "the count "+quoteCapped(name)+" holding "+quoteCapped(n)+", not a number, which git's prompt (__git_ps1) puts into the shell's prompt as it is")
+			}
 		case stateOpts:
 			entries, err := list(b)
 			if err != nil {

@@ -113,25 +113,25 @@ func TestLinksOfTheUserStay(t *testing.T) {
 	for _, walk := range []bool{false, true} {
 		f := newFixture(t)
 		f.walk = walk
-		f.sh(userRepo + ` && ln -s ../description .git/mine && mkdir .git/x && ln -s ../HEAD .git/x/mine`)
+		f.sh(userRepo + ` && ln -s ../description .git/mine && mkdir .git/info/x && ln -s ../HEAD .git/info/x/mine`)
 		f.start()
-		if notes := f.call(`git commit -q --allow-empty -m b && touch .git/x/file && for i in $(seq 1 300); do touch .git/x/f$i; done`); len(notes) != 0 {
+		if notes := f.call(`git commit -q --allow-empty -m b && touch .git/info/x/file && for i in $(seq 1 300); do touch .git/info/x/f$i; done`); len(notes) != 0 {
 			t.Errorf("walk=%v: honest calls were judged: %q", walk, notes)
 		}
-		for _, p := range []string{".git/mine", ".git/x/mine"} {
+		for _, p := range []string{".git/mine", ".git/info/x/mine"} {
 			if _, err := os.Lstat(filepath.Join(f.root, p)); err != nil {
 				t.Errorf("walk=%v: the user's %s: %v", walk, p, err)
 			}
 		}
-		notes := f.call(`ln -s ../HEAD .git/x/theirs`)
-		if len(notes) != 1 || !strings.Contains(notes[0], "removed .git/x/theirs: a symbolic link") {
+		notes := f.call(`ln -s ../HEAD .git/info/x/theirs`)
+		if len(notes) != 1 || !strings.Contains(notes[0], "removed .git/info/x/theirs: a symbolic link") {
 			t.Errorf("walk=%v: notes %q", walk, notes)
 		}
-		if _, err := os.Lstat(filepath.Join(f.root, ".git/x/mine")); err != nil {
+		if _, err := os.Lstat(filepath.Join(f.root, ".git/info/x/mine")); err != nil {
 			t.Errorf("walk=%v: the user's link went with the command's: %v", walk, err)
 		}
 		// Made by the user between calls: theirs, and it stays.
-		f.sh(`ln -s ../HEAD .git/x/later`)
+		f.sh(`ln -s ../HEAD .git/info/x/later`)
 		if notes := f.call(""); len(notes) != 0 {
 			t.Errorf("walk=%v: the user's link made between calls was judged: %q", walk, notes)
 		}

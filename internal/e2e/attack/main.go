@@ -132,6 +132,10 @@ func main() {
 		err = sigqueue(arg(1), arg(2), sig)
 	case "setxattr-user":
 		err = unix.Setxattr(arg(1), "user.nanosandbox-test", []byte("x"), 0)
+	case "index-rename":
+		if e := indexRename(arg(1), arg(2), arg(3)); e != nil {
+			err = setupError{e}
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "attack: unknown subcommand %q\n", os.Args[1])
 		os.Exit(1)

@@ -45,6 +45,11 @@ func main() {
 	case "kill":
 		pid, _ := strconv.Atoi(arg(1))
 		err = syscall.Kill(pid, syscall.Signal(0))
+	case "index-rename":
+		if e := indexRename(arg(1), arg(2), arg(3)); e != nil {
+			fmt.Printf("setup: %v\n", e)
+			os.Exit(4)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "attack: unknown subcommand %q on macOS\n", os.Args[1])
 		os.Exit(1)

@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// indexPlant is one call's script that adds an entry to the workspace's
+// index under a placeholder name as long as name, then renames it to name
+// with the attack binary: a path git never adds itself. content is a
+// printf format without conversions.
+func indexPlant(name, content string, mode string) string {
+	ph := ".zz" + strings.Repeat("z", len(name)-3)
+	return `h=$(printf '` + content + `' | git hash-object -w --stdin) && git update-index --add --cacheinfo "` + mode + `,$h,` + ph + `" && ./attack index-rename .git/index ` + ph + ` '` + name + `'`
+}
+
+// The index is no inert file: a name in it that git would never add is a
+// path the user's own git writes (git checkout -- .) or reads and hashes
+// into the objects (git add -A) wherever it leads. Each planting works on
+// the host; through the sandbox, one-shot and over MCP, the call's end
+// moves the index aside and makes a new one from HEAD, so the user's git
+// writes and reads nothing planted, and the next commit deletes nothing.
+func TestEscapeGitPlantedIndex(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		plant func(e *env) string
+		// user runs the user's git and reports whether the planting
+		// reached outside.
+		user func(e *env) bool
+	}{
+		{name: "a hook the user's checkout writes",
+			plant: func(e *env) string {
+				return indexPlant(".git/hooks/pre-commit", `#!/bin/sh\n`+e.expand("$PWN")+`\n`, "100755")
+			},
+			user: func(e *env) bool {
+				os.Remove(e.pwned())
+				e.gitTry("checkout", "--", ".")
+				e.gitTry("-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "user")
+				_, err := os.Lstat(e.pwned())
+				return err == nil
+			}},
+		{name: "a file above the work tree the user's checkout writes",
+			plant: func(e *env) string { return indexPlant("../PWNED", `planted\n`, "100644") },
+			user: func(e *env) bool {
+				os.Remove(e.pwned())
+				e.gitTry("checkout", "--", ".")
+				_, err := os.Lstat(e.pwned())
+				return err == nil
+			}},
+		{name: "a hidden file the user's git add copies in",
+			plant: func(e *env) string { return indexPlant("../notes.txt", `x\n`, "100644") },
+			user: func(e *env) bool {
+				e.gitTry("add", "-A")
+				out, _ := e.gitTry("cat-file", "--batch-all-objects", "--batch")
+				return strings.Contains(out, secretValue)
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Run("control", func(t *testing.T) {
+				e := plantEnv(t)
+				e.gitRepo()
+				e.attackPath()
+				e.hostSh(tt.plant(e))
+				if !tt.user(e) {
+					t.Fatal("planted on the host, the user's git did not reach outside: the attack tests nothing")
+				}
+			})
+			t.Run("one-shot", func(t *testing.T) {
+				e := plantEnv(t)
+				e.gitRepo()
+				e.attackPath()
+				_, stderr, code := e.sh(tt.plant(e))
+				if code != 0 {
+					t.Fatalf("the planting failed inside (exit %d): %s", code, stderr)
+				}
+				if !strings.Contains(stderr, "moved .git/index aside") || !strings.Contains(stderr, "the sandbox made a new index from HEAD") {
+					t.Errorf("no note of the index moved aside: %q", stderr)
+				}
+				if out, _ := e.gitTry("status", "--porcelain", "--untracked-files=no"); out != "" {
+					t.Errorf("after the new index, git status shows %q", out)
+				}
+				if tt.user(e) {
+					t.Errorf("the user's git reached outside\nstderr: %q", stderr)
+				}
+			})
+			t.Run("mcp", func(t *testing.T) {
+				e := plantEnv(t)
+				e.gitRepo()
+				e.attackPath()
+				s := e.serve()
+				res, out := s.sh(t, tt.plant(e))
+				if out.ExitCode != 0 {
+					t.Fatalf("the planting failed inside: %s", text(res))
+				}
+				if !strings.Contains(text(res), "moved .git/index aside") {
+					t.Errorf("no note of the index moved aside: %s", text(res))
+				}
+				if tt.user(e) {
+					t.Errorf("the user's git reached outside\nresult: %s", text(res))
+				}
+				// Honest use goes on: a commit in the next call is judged
+				// harmless, and the server answers.
+				if res, out := s.sh(t, "echo more >> README && git add README && git commit -qm more && git status --porcelain --untracked-files=no"); out.ExitCode != 0 || out.Stdout != "" || strings.Contains(text(res), "moved") {
+					t.Errorf("an honest commit after it: %s", text(res))
+				}
+			})
+		})
+	}
+}

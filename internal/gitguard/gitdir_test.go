@@ -1,0 +1,137 @@
+package gitguard
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An entry git keeps no such entry as, made at the top of a git directory
+// in a call, is moved aside by itself when it ends (git instaweb runs
+// gitweb/lighttpd there); the user's own stay while unchanged, and one a
+// call changes below is moved aside too. What git writes there stays.
+func TestEndMovesStrayGitdirEntriesAside(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watched", true: "walked"}[walk], func(t *testing.T) {
+			f := newFixture(t)
+			f.walk = walk
+			f.sh(userRepo + ` && mkdir -p .git/gk/cache && echo user > .git/gk/cache/state && git worktree add -q wt`)
+			f.start()
+			// Honest git, everything it keeps at the top: a merge
+			// stopped at a conflict, a bisect, notes, a stash, gc.
+			honest := `git commit -q --allow-empty -m b && git stash list && git notes add -m n && git gc -q &&
+git checkout -qb t && echo t > f && git add f && git commit -qm t && git checkout -q - && echo m > f && git add f && git commit -qm m &&
+(git merge t >/dev/null 2>&1 || true) && git merge --abort && git bisect start && git bisect good HEAD~1 && git bisect bad HEAD && git bisect reset >/dev/null &&
+git -C wt commit -q --allow-empty -m w`
+			if notes := f.call(honest); len(notes) != 0 {
+				t.Fatalf("honest git was judged: %q", notes)
+			}
+			notes := f.call(`mkdir .git/gitweb && printf '#!/bin/sh\n%s\n' "$PWN" > .git/gitweb/lighttpd && chmod +x .git/gitweb/lighttpd && echo x > .git/worktrees/wt/extra`)
+			all := strings.Join(notes, "\n")
+			for _, want := range []string{`moved .git/gitweb aside to .git/gitweb.quarantined-by-nanosandbox: it is "gitweb" in the git directory .git, an entry git does not keep there`,
+				`moved .git/worktrees/wt/extra aside`} {
+				if !strings.Contains(all, want) {
+					t.Errorf("notes %q, want one holding %q", notes, want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(f.root, ".git/gk/cache/state")); err != nil {
+				t.Errorf("the user's own entry went: %v", err)
+			}
+			// The user's own, changed below by a call: a tool's state
+			// the command rewrote is no longer the user's.
+			notes = f.call(`echo planted > .git/gk/cache/state`)
+			if !strings.Contains(strings.Join(notes, "\n"), `moved .git/gk aside`) {
+				t.Errorf("notes %q, want .git/gk moved aside", notes)
+			}
+			if notes := f.call(""); len(notes) != 0 {
+				t.Errorf("a call after it was judged: %q", notes)
+			}
+		})
+	}
+}
+
+// A stopped rebase whose step counts are not numbers: git reads them with
+// strtol, and its own prompt puts them into the shell's prompt as they
+// are, where $(...) runs as the prompt is drawn. Moved aside.
+func TestEndMovesRebaseCountsThatAreNotNumbersAside(t *testing.T) {
+	prompt := "/usr/lib/git-core/git-sh-prompt"
+	if _, err := os.Stat(prompt); err != nil {
+		t.Skipf("needs git's prompt script at %s", prompt)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("needs bash")
+	}
+	const plant = `mkdir .git/rebase-merge && git symbolic-ref HEAD > .git/rebase-merge/head-name && printf '%s\n' '$(touch "$MARK")' > .git/rebase-merge/msgnum && echo 2 > .git/rebase-merge/end`
+	// drawPrompt draws the prompt as bash does in PROMPT_COMMAND mode:
+	// __git_ps1 sets PS1, and bash expands it.
+	drawPrompt := func(f *fixture) bool {
+		os.Remove(f.marker)
+		cmd := exec.Command(bash, "-c", `. `+prompt+` && __git_ps1 "\u" "\\\$ " && eval "p=\"$PS1\""`)
+		cmd.Dir = f.root
+		cmd.Env = append(f.env(), "MARK="+f.marker)
+		cmd.Run()
+		_, err := os.Lstat(f.marker)
+		return err == nil
+	}
+	ctl := newFixture(t)
+	ctl.sh(userRepo)
+	ctl.sh(plant)
+	if !drawPrompt(ctl) {
+		t.Fatal("control: the prompt ran nothing; the test tests nothing")
+	}
+	f := newFixture(t)
+	f.sh(userRepo)
+	f.start()
+	notes := f.call(plant)
+	if !strings.Contains(strings.Join(notes, "\n"), `moved .git/rebase-merge aside`) || !strings.Contains(strings.Join(notes, "\n"), `"msgnum"`) {
+		t.Errorf("notes %q, want the rebase state moved aside for msgnum", notes)
+	}
+	if drawPrompt(f) {
+		t.Error("the user's prompt ran what the call planted")
+	}
+}
+
+// An alternates file a call writes, naming a repository the sandbox hides
+// (in the home): the user's git fsck --lost-found copies that repository's
+// dangling objects into the workspace. Moved aside; one naming a store in
+// the roots or a read-only grant stays (git clone --reference, --shared).
+func TestEndMovesAlternatesOutsideAside(t *testing.T) {
+	const priv = `git init -q "$HOME/priv" && echo PRIVATE-WIP > "$HOME/priv/w" && git -C "$HOME/priv" add w && git -C "$HOME/priv" rm -q --cached w`
+	lostFound := func(f *fixture) bool {
+		cmd := exec.Command(f.git, "-C", f.root, "fsck", "--lost-found")
+		cmd.Env = f.env()
+		cmd.Run()
+		out, _ := exec.Command("sh", "-c", "cat "+f.root+"/.git/lost-found/other/* 2>/dev/null").Output()
+		return strings.Contains(string(out), "PRIVATE-WIP")
+	}
+	ctl := newFixture(t)
+	ctl.sh(userRepo)
+	ctl.sh(priv)
+	ctl.sh(`echo "$HOME/priv/.git/objects" > .git/objects/info/alternates`)
+	if !lostFound(ctl) {
+		t.Fatal("control: the hidden repository's objects did not land in the workspace; the test tests nothing")
+	}
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watched", true: "walked"}[walk], func(t *testing.T) {
+			f := newFixture(t)
+			f.walk = walk
+			f.sh(userRepo)
+			f.sh(priv)
+			f.start()
+			// A clone with a reference to a repository in the roots.
+			if notes := f.call(`git clone -q --reference . . c && git -C c status --porcelain`); len(notes) != 0 {
+				t.Fatalf("a clone --reference in the roots was judged: %q", notes)
+			}
+			notes := f.call(`echo "$HOME/priv/.git/objects" > .git/objects/info/alternates`)
+			if !strings.Contains(strings.Join(notes, "\n"), "moved .git/objects/info/alternates aside") {
+				t.Errorf("notes %q, want the alternates file moved aside", notes)
+			}
+			if lostFound(f) {
+				t.Error("the hidden repository's objects landed in the workspace")
+			}
+		})
+	}
+}

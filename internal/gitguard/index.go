@@ -1,0 +1,419 @@
+package gitguard
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The index is not inert. Git checks a path when it adds it to the index
+// (verify_path), never when it reads .git/index from disk, and then takes
+// every name in it from the top of the work tree: an entry named
+// ".git/hooks/pre-commit", "../x" or "/home/u/.ssh/id_rsa" is written there
+// by the user's git checkout -- . or git restore, and read (then hashed
+// into the objects, and committed) by git add -A or git commit -a. So an
+// index made or changed in a call is judged when it ends, by the host's
+// git: it lists the index, from a copy read safely, in a scratch git
+// directory that holds nothing else, and then adds every name it listed to
+// a fresh index, which runs git's own verify_path on each. A name git
+// refuses there is one it would never have put in an index itself.
+
+// maxIndexBytes caps an index the guard copies for git to read. A
+// repository of a million files has an index of about 100 MiB.
+const maxIndexBytes = 256 << 20
+
+// indexTimeout bounds each run of git on an index.
+const indexTimeout = 20 * time.Second
+
+// indexChecker says why the index at path (with the shared index files
+// of a split index beside it, in shared) would make the user's git write
+// or read outside its work tree, or "" when git takes every name in it for
+// one it could have added itself. sha256 says the repository's objects
+// are named with SHA-256.
+type indexChecker func(path string, shared []string, sha256 bool) string
+
+// indexElement reads gitdir's index: its identity, and that of the shared
+// index files of a split index (gitdir/sharedindex.*), which git reads
+// with it and which a command could rewrite in place.
+func (r *resolver) indexElement(gitdir string) element {
+	path := filepath.Join(gitdir, "index")
+	e := element{role: roleIndex, path: path}
+	id, err := lstatIdent(path)
+	switch {
+	case err != nil:
+		e.odd = err.Error()
+		return e
+	case id.isLink():
+		e.id = id
+		e.odd = "it is a symbolic link"
+		return e
+	case id.exists() && !id.isReg():
+		e.id = id
+		e.odd = "it is not a regular file"
+		return e
+	}
+	e.id = id
+	ents, err := r.sharedIndexes(gitdir)
+	if err != nil {
+		e.odd = err.Error()
+		return e
+	}
+	e.entries = ents
+	if len(ents) > 0 {
+		e.id.Sum = listingSum(ents)
+	}
+	return e
+}
+
+// sharedIndexes lists gitdir's sharedindex.* entries with what each is.
+func (r *resolver) sharedIndexes(gitdir string) ([]dirEntry, error) {
+	return r.gitdirEntries(gitdir, func(name string) bool { return strings.HasPrefix(name, "sharedindex.") })
+}
+
+// gitdirEntries lists the entries of gitdir that keep names, with what
+// each is (statEach), reading the listing again only when the directory
+// changed (as hooks).
+func (r *resolver) gitdirEntries(gitdir string, keep func(string) bool) ([]dirEntry, error) {
+	id, err := lstatIdent(gitdir)
+	if err != nil || !id.isDir() {
+		return nil, err
+	}
+	id.Size = 0
+	key := gitdir + "\x00listing"
+	var all []dirEntry
+	if c, ok := r.dirs[key]; ok && c.id == id && time.Now().UnixNano()-id.Ctime > int64(time.Second) {
+		all = c.ents
+	} else {
+		l, lid, err := listDir(gitdir, maxGitdirEntries)
+		if err != nil {
+			return nil, err
+		}
+		lid.Size = 0
+		id, all = lid, l
+		if r.dirs != nil {
+			r.dirs[key] = cachedDir{id: id, ents: l}
+		}
+	}
+	if r.dirs != nil {
+		r.used[key] = true
+	}
+	var ents []dirEntry
+	for _, en := range all {
+		if keep(en.name) {
+			ents = append(ents, en)
+		}
+	}
+	if len(ents) == 0 {
+		return nil, nil
+	}
+	if err := statEach(gitdir, id, ents); err != nil {
+		return nil, err
+	}
+	return ents, nil
+}
+
+// maxGitdirEntries bounds a git directory's listing: git keeps a score of
+// entries there.
+const maxGitdirEntries = 100_000
+
+// judgeIndex says why an index element would make the user's git act
+// outside the work tree, or "".
+func (g *Guard) judgeIndex(e element, els []element) string {
+	if !e.id.exists() {
+		return ""
+	}
+	var shared []string
+	for _, en := range e.entries {
+		shared = append(shared, filepath.Join(filepath.Dir(e.path), en.name))
+	}
+	return g.checkIndex(e.path, shared, g.sha256Objects(els))
+}
+
+// sha256Objects reports whether the repository whose elements are els
+// names its objects with SHA-256 (extensions.objectFormat in its config,
+// as git lists it).
+func (g *Guard) sha256Objects(els []element) bool {
+	for _, e := range els {
+		if e.role != roleConfig || !e.main || e.content == nil {
+			continue
+		}
+		entries, err := g.listFor(e)(e.content)
+		if err != nil {
+			return false
+		}
+		for _, en := range entries {
+			if en.Section == "extensions" && en.Subsection == "" && en.Name == "objectformat" {
+				return strings.EqualFold(en.Value, "sha256")
+			}
+		}
+	}
+	return false
+}
+
+// gitIndexChecker returns the checker that asks the git at path.
+func gitIndexChecker(path string) indexChecker {
+	return func(index string, shared []string, sha256 bool) string {
+		why, err := checkIndexWithGit(path, index, shared, sha256)
+		if err != nil {
+			return "git could not read it (" + err.Error() + ")"
+		}
+		return why
+	}
+}
+
+// noIndexGit is the checker when the host has no git.
+func noIndexGit(string, []string, bool) string {
+	return "there is no git on this machine to read it"
+}
+
+// checkIndexWithGit copies the index (and its shared index files) into a
+// scratch git directory and has git list it there, then add each name it
+// listed to a fresh index. An error is a failure to read it; a refusal of
+// a name is the verdict.
+func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string, error) {
+	tmp, err := os.MkdirTemp("", "nanosandbox-index-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	gitdir, work := filepath.Join(tmp, "git"), filepath.Join(tmp, "work")
+	for _, d := range []string{gitdir, work, filepath.Join(gitdir, "objects"), filepath.Join(gitdir, "refs"), filepath.Join(gitdir, "info")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return "", err
+		}
+	}
+	format := "[core]\n\trepositoryformatversion = 0\n"
+	if sha256 {
+		format = "[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectFormat = sha256\n"
+	}
+	for name, content := range map[string]string{
+		"HEAD": "ref: refs/heads/main\n", "config": format, "info/sparse-checkout": "/*\n!/*/\n",
+	} {
+		if err := os.WriteFile(filepath.Join(gitdir, name), []byte(content), 0o600); err != nil {
+			return "", err
+		}
+	}
+	total := int64(0)
+	for _, src := range append([]string{index}, shared...) {
+		n, err := copyRegular(src, filepath.Join(gitdir, filepath.Base(src)), maxIndexBytes-total)
+		if err != nil {
+			return "", err
+		}
+		total += n
+	}
+
+	env := []string{
+		"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_DIR=" + gitdir, "GIT_WORK_TREE=" + work,
+	}
+	listing := filepath.Join(tmp, "listing")
+	// A listing names each path once, whole: more than the index when
+	// index.version 4 has compressed the names.
+	max := 16*total + 1<<20
+	list := func(sparse bool) error {
+		os.Remove(listing)
+		out, err := os.OpenFile(listing, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		args := []string{"ls-files", "-z", "--stage"}
+		if sparse {
+			// A sparse index stays sparse with a cone of the top
+			// directory alone.
+			args = append([]string{"-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true", "-c", "index.sparse=true"}, append(args, "--sparse")...)
+		}
+		stderr, err := runGit(git, "ls-files", work, env, nil, &limitedWriter{w: out, max: max}, args...)
+		out.Close()
+		if err == nil && stderr != "" {
+			// Git says what it could not read, and goes on without it.
+			err = errors.New(stderr)
+		}
+		return err
+	}
+	// Read as a whole index first: git expands a sparse one from objects,
+	// which the scratch directory does not have, and says so. Then as a
+	// sparse index, which git keeps as it is: read so, a whole index is
+	// made sparse where it can be, from objects too.
+	if err := list(false); err != nil {
+		if err2 := list(true); err2 != nil {
+			return "", err
+		}
+	}
+	names := filepath.Join(tmp, "names")
+	if err := fileEntries(listing, names); err != nil {
+		return "", err
+	}
+	in, err := os.Open(names)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	env = append(env, "GIT_INDEX_FILE="+filepath.Join(tmp, "check"))
+	stderr, err := runGit(git, "update-index", work, env, in, io.Discard,
+		"-c", "core.protectNTFS=true", "-c", "core.protectHFS=true",
+		"-c", "index.sparse=false", "-c", "core.sparseCheckout=false",
+		"update-index", "-z", "--index-info")
+	if err != nil || stderr != "" {
+		msg := stderr
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "it names a path git refuses to have in an index (" + quoteCapped(msg) + ")", nil
+	}
+	return "", nil
+}
+
+// fileEntries rewrites git ls-files -z --stage output (the file from)
+// for git update-index -z --index-info, which reads the same format, into
+// the file to, with each sparse directory ("040000 OID 0\tdir/") given as
+// a file of its name: update-index skips directories without checking
+// them, and a directory's name is checked as a file's is but for its final
+// slash.
+func fileEntries(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(out)
+	r := bufio.NewReader(in)
+	for {
+		rec, err := r.ReadBytes(0)
+		if len(rec) > 0 && rec[len(rec)-1] == 0 {
+			rec = rec[:len(rec)-1]
+			if name, ok := bytes.CutPrefix(rec, []byte("040000 ")); ok {
+				if bytes.IndexByte(name, '\t') < 0 || !bytes.HasSuffix(name, []byte("/")) {
+					out.Close()
+					return fmt.Errorf("git ls-files: unexpected record %s", quoteCapped(string(rec)))
+				}
+				w.WriteString("100644 ")
+				rec = bytes.TrimSuffix(name, []byte("/"))
+			}
+			w.Write(rec)
+			w.WriteByte(0)
+		} else if len(rec) > 0 {
+			out.Close()
+			return fmt.Errorf("git ls-files: unterminated record %s", quoteCapped(string(rec)))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			out.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// runGit runs git with args in dir, with env only, and returns the first
+// line of what it said on stderr; name says which run failed.
+func runGit(git, name, dir string, env []string, stdin io.Reader, stdout io.Writer, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, git, args...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.Stdin, cmd.Stdout = stdin, stdout
+	var errOut bytes.Buffer
+	cmd.Stderr = &limitedBuffer{buf: &errOut, max: 4096}
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	msg, _, _ := strings.Cut(strings.TrimSpace(errOut.String()), "\n")
+	if err != nil {
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", fmt.Errorf("git %s: %s", name, msg)
+	}
+	return msg, nil
+}
+
+// rebuildIndex writes gitdir's index anew from its HEAD, as git read-tree
+// HEAD does (git reset without touching refs or the work tree), for a
+// repository whose index was moved aside. Git runs there with nothing of
+// the user's but the repository's own config, which is trusted (the index
+// of a repository made in a call goes with the whole repository), and
+// with core.fsmonitor off: read-tree runs no hook.
+func (g *Guard) rebuildIndex(gitdir string) error {
+	if g.cfg.Git == "" {
+		return errors.New("no git on this machine")
+	}
+	env := []string{
+		"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_DIR=" + gitdir,
+	}
+	_, err := runGit(g.cfg.Git, "read-tree", gitdir, env, nil, io.Discard, "-c", "core.fsmonitor=false", "read-tree", "HEAD")
+	return err
+}
+
+// copyRegular copies the regular file at src (no symlink followed, no
+// blocking) to a new file dst, at most max bytes, and returns its size.
+func copyRegular(src, dst string, max int64) (int64, error) {
+	fd, err := openNoSymlinks(src, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if err != nil {
+		return 0, err
+	}
+	in := os.NewFile(uintptr(fd), src)
+	defer in.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, fmt.Errorf("fstat %q: %w", src, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, fmt.Errorf("%w: %s is not a regular file", errOdd, src)
+	}
+	if st.Size > max {
+		return 0, fmt.Errorf("%w: %s is larger than %d bytes", errOdd, src, max)
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, io.LimitReader(in, max+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("copy %q: %w", src, err)
+	}
+	if n > max {
+		return 0, fmt.Errorf("%w: %s is larger than %d bytes", errOdd, src, max)
+	}
+	return n, nil
+}
+
+// limitedWriter passes at most max bytes to w and fails the write past
+// that.
+type limitedWriter struct {
+	w   io.Writer
+	n   int64
+	max int64
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n+int64(len(p)) > l.max {
+		return 0, errors.New("output too large")
+	}
+	l.n += int64(len(p))
+	return l.w.Write(p)
+}

@@ -1,0 +1,288 @@
+package gitguard
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"crypto/sha256"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// renameIndexEntry renames the entry named from to to (of the same
+// length) in the index at path, and writes the index's trailing checksum
+// again: what a command does with a few lines of any language, since git
+// itself refuses to add such a name.
+func renameIndexEntry(t *testing.T, path, from, to string, sha256Objects bool) {
+	t.Helper()
+	if len(from) != len(to) {
+		t.Fatalf("renameIndexEntry: %q and %q differ in length", from, to)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := sha1.Size
+	if sha256Objects {
+		n = sha256.Size
+	}
+	body := b[:len(b)-n]
+	// The name follows its entry's fixed fields, and a NUL follows it.
+	needle := append([]byte(from), 0)
+	if bytes.Count(body, needle) != 1 {
+		t.Fatalf("renameIndexEntry: %q is not once in %s", from, path)
+	}
+	body = bytes.Replace(body, needle, append([]byte(to), 0), 1)
+	var sum []byte
+	if sha256Objects {
+		s := sha256.Sum256(body)
+		sum = s[:]
+	} else {
+		s := sha1.Sum(body)
+		sum = s[:]
+	}
+	if err := os.WriteFile(path, append(body, sum...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// git runs git in dir for a test's setup.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func shIn(t *testing.T, dir, script string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+}
+
+// Indexes honest git makes, in every form git 2.39 writes, are judged
+// harmless; an index naming a path git would never have added is not,
+// wherever in it the name is.
+func TestCheckIndex(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git on PATH")
+	}
+	const commit = "git init -q && echo a > a && mkdir -p d/e && echo b > d/e/b && git add . && git commit -qm one"
+	for _, tt := range []struct {
+		name   string
+		script string
+		sha256 bool
+		rename [2]string // an entry renamed after the script, by hand
+		harm   bool
+	}{
+		{name: "committed files", script: commit},
+		{name: "an empty repository", script: "git init -q && git status --porcelain"},
+		{name: "a merge conflict and an intent to add",
+			script: commit + " && git checkout -qb t && echo t > a && git commit -qam t && git checkout -q - && echo m > a && git commit -qam m && " +
+				"(git merge t >/dev/null 2>&1 || true) && echo n > n && git add -N n"},
+		{name: "a split index", script: "git init -q && git config core.splitIndex true && echo a > a && echo b > b && git add . && git commit -qm one && echo c > a && git add a"},
+		{name: "a sparse index",
+			script: "git init -q && mkdir -p in out/deep && echo 1 > in/x && echo 2 > out/deep/y && echo 3 > top && git add . && git commit -qm one && " +
+				"git sparse-checkout init --cone --sparse-index && git sparse-checkout set in"},
+		{name: "SHA-256 objects", script: "git init -q --object-format=sha256 && echo a > a && git add a && git commit -qm one", sha256: true},
+		{name: "index version 4", script: "git init -q && git config index.version 4 && mkdir -p x/y && echo a > x/y/a && echo b > x/y/b && git add ."},
+		{name: "an untracked cache", script: commit + " && git config core.untrackedCache true && echo u > u && git status --porcelain >/dev/null"},
+		{name: "skip-worktree and assume-unchanged bits", script: commit + " && git update-index --skip-worktree a && git update-index --assume-unchanged d/e/b"},
+		{name: "a symbolic link and a submodule's commit",
+			script: commit + " && ln -s a l && git add l && git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),sub"},
+
+		{name: "a path above the work tree", script: commit, rename: [2]string{"d/e/b", "../.b"}, harm: true},
+		{name: "an absolute path", script: commit + " && git update-index --add --cacheinfo 100644,$(git rev-parse HEAD:a),zzzzzzzzzzzz", rename: [2]string{"zzzzzzzzzzzz", "/tmp/planted"}, harm: true},
+		{name: "a hook", script: commit + " && git update-index --add --chmod=+x --cacheinfo 100755,$(git rev-parse HEAD:a),.zzz/zzzzz/pre-commit", rename: [2]string{".zzz/zzzzz/pre-commit", ".git/hooks/pre-commit"}, harm: true},
+		{name: "a hook, in another case", script: commit + " && git update-index --add --cacheinfo 100644,$(git rev-parse HEAD:a),.zzz/config", rename: [2]string{".zzz/config", ".GiT/config"}, harm: true},
+		{name: "a climb in the middle", script: commit + " && git update-index --add --cacheinfo 100644,$(git rev-parse HEAD:a),d/zz/zz/x", rename: [2]string{"d/zz/zz/x", "d/../../x"}, harm: true},
+		{name: "an NTFS name for .git", script: commit + " && git update-index --add --cacheinfo 100644,$(git rev-parse HEAD:a),zzz~1/config", rename: [2]string{"zzz~1/config", "GIT~1/config"}, harm: true},
+		{name: "a climb in a split index's shared part", script: "git init -q && git config core.splitIndex true && echo a > a && mkdir zz && echo b > zz/b && git add . && git commit -qm one && echo c > a && git add a",
+			rename: [2]string{"zz/b", "../b"}, harm: true},
+		{name: "a sparse directory above the work tree",
+			script: "git init -q && mkdir -p in zzzzz && echo 1 > in/x && echo 2 > zzzzz/y && git add . && git commit -qm one && " +
+				"git sparse-checkout init --cone --sparse-index && git sparse-checkout set in",
+			rename: [2]string{"zzzzz/", "../ab/"}, harm: true},
+		{name: "a SHA-256 repository's climb", script: "git init -q --object-format=sha256 && mkdir zz && echo a > zz/a && git add . && git commit -qm one",
+			sha256: true, rename: [2]string{"zz/a", "../a"}, harm: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			shIn(t, dir, tt.script)
+			gitdir := filepath.Join(dir, ".git")
+			var shared []string
+			if tt.rename[0] != "" {
+				path := filepath.Join(gitdir, "index")
+				shared, _ = filepath.Glob(filepath.Join(gitdir, "sharedindex.*"))
+				if len(shared) == 1 && strings.Contains(tt.name, "shared") {
+					// The split index names its shared part by checksum:
+					// the command writes both again, as git would.
+					renameIndexEntry(t, shared[0], tt.rename[0], tt.rename[1], tt.sha256)
+					relinkSharedIndex(t, gitdir, shared[0])
+				} else {
+					renameIndexEntry(t, path, tt.rename[0], tt.rename[1], tt.sha256)
+				}
+				// The user's git reads it as it is.
+				if out := gitIn(t, dir, "ls-files", "--sparse"); !strings.Contains(out, tt.rename[1]) {
+					t.Fatalf("git does not list %q from the index; the case tests nothing:\n%s", tt.rename[1], out)
+				}
+			}
+			shared, _ = filepath.Glob(filepath.Join(gitdir, "sharedindex.*"))
+			if _, err := os.Stat(filepath.Join(gitdir, "index")); os.IsNotExist(err) {
+				return // nothing for git to read: an absent index is no element
+			}
+			why, err := checkIndexWithGit(git, filepath.Join(gitdir, "index"), shared, tt.sha256)
+			if err != nil {
+				t.Fatalf("git could not read it: %v", err)
+			}
+			if got := why != ""; got != tt.harm {
+				t.Fatalf("judged harmful: %v (%q), want %v", got, why, tt.harm)
+			}
+			if tt.harm && !strings.Contains(why, strings.TrimSuffix(tt.rename[1], "/")) {
+				t.Errorf("the verdict %q does not name %q", why, tt.rename[1])
+			}
+		})
+	}
+}
+
+// relinkSharedIndex renames a rewritten shared index after its new
+// checksum and writes that name into the index's link extension, as git
+// does when it writes a split index.
+func relinkSharedIndex(t *testing.T, gitdir, shared string) {
+	t.Helper()
+	b, err := os.ReadFile(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldHex := strings.TrimPrefix(filepath.Base(shared), "sharedindex.")
+	newSum := b[len(b)-sha1.Size:]
+	newHex := ""
+	for _, c := range newSum {
+		newHex += string("0123456789abcdef"[c>>4]) + string("0123456789abcdef"[c&15])
+	}
+	if err := os.Rename(shared, filepath.Join(gitdir, "sharedindex."+newHex)); err != nil {
+		t.Fatal(err)
+	}
+	old := make([]byte, sha1.Size)
+	for i := range old {
+		old[i] = unhex(oldHex[2*i])<<4 | unhex(oldHex[2*i+1])
+	}
+	index := filepath.Join(gitdir, "index")
+	ib, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := ib[:len(ib)-sha1.Size]
+	if bytes.Count(body, old) != 1 {
+		t.Fatal("relinkSharedIndex: the shared index's checksum is not once in the index")
+	}
+	body = bytes.Replace(body, old, newSum, 1)
+	s := sha1.Sum(body)
+	if err := os.WriteFile(index, append(body, s[:]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func unhex(c byte) byte {
+	if c >= 'a' {
+		return c - 'a' + 10
+	}
+	return c - '0'
+}
+
+// plantIndexHook adds to the repository in dir an index entry that the
+// user's git checkout -- . writes as .git/hooks/pre-commit: a hook that
+// leaves the marker.
+func plantIndexHook(t *testing.T, f *fixture, dir string) {
+	t.Helper()
+	f.sh(`cd ` + dir + ` && h=$(printf '#!/bin/sh\n%s\n' "$PWN" | git hash-object -w --stdin) && git update-index --add --chmod=+x --cacheinfo "100755,$h,.zzz/zzzzz/pre-commit"`)
+	renameIndexEntry(t, filepath.Join(f.root, dir, ".git", "index"), ".zzz/zzzzz/pre-commit", ".git/hooks/pre-commit", false)
+}
+
+// userCheckoutCommit is what a user does after an agent's session: throw
+// away what it left in the work tree, then commit.
+func userCheckoutCommit(f *fixture, dir string) bool {
+	os.Remove(f.marker)
+	for _, args := range [][]string{{"checkout", "--", "."}, {"commit", "-q", "--allow-empty", "-m", "user"}} {
+		cmd := exec.Command(f.git, append([]string{"-C", filepath.Join(f.root, dir)}, args...)...)
+		cmd.Env = f.env()
+		cmd.Run()
+	}
+	_, err := os.Lstat(f.marker)
+	return err == nil
+}
+
+// An index entry a command renames to a path git never adds (a hook, a
+// file above the work tree) is written there by the user's git checkout:
+// the index is moved aside when the call ends, in a trusted repository and
+// in one the call made, watched and walked; an honest index stays.
+func TestEndMovesPlantedIndexAside(t *testing.T) {
+	const setup = "git init -q && echo a > a && git add a && git commit -qm one"
+	ctl := newFixture(t)
+	ctl.sh(setup)
+	plantIndexHook(t, ctl, ".")
+	if !userCheckoutCommit(ctl, ".") {
+		t.Fatal("control: the planted index entry did not run as a hook in the user's git; the test tests nothing")
+	}
+	for _, walk := range []bool{false, true} {
+		for _, made := range []bool{false, true} {
+			name := map[bool]string{false: "trusted", true: "made in the call"}[made] + map[bool]string{false: ", watched", true: ", walked"}[walk]
+			t.Run(name, func(t *testing.T) {
+				f := newFixture(t)
+				f.walk = walk
+				dir := "."
+				if made {
+					dir = "sub"
+				}
+				f.sh(setup)
+				f.start()
+				if notes := f.call("echo b > a && git add a && git commit -qm two && git status --porcelain"); len(notes) != 0 {
+					t.Fatalf("an honest commit was judged: %q", notes)
+				}
+				c, err := f.g.Begin()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if made {
+					f.sh("mkdir sub && cd sub && " + setup)
+				}
+				plantIndexHook(t, f, dir)
+				notes := c.End()
+				want := "moved .git/index aside to .git/index.quarantined-by-nanosandbox: its index .git/index names a path git refuses to have in an index (\"Ignoring path .git/hooks/pre-commit\"): the user's own git checkout or restore would write there, and git add or commit -a read it, wherever it leads, outside the sandbox too; the sandbox made a new index from HEAD in its place"
+				if made {
+					want = "moved sub/.git aside to sub/.git.quarantined-by-nanosandbox: its index sub/.git/index names a path git refuses"
+				}
+				if !strings.Contains(strings.Join(notes, "\n"), want) {
+					t.Fatalf("notes %q, want one holding %q", notes, want)
+				}
+				if userCheckoutCommit(f, dir) {
+					t.Fatal("the planted index entry ran as a hook in the user's git")
+				}
+				if !made {
+					// The index made in its place is HEAD's: the user's
+					// commit deletes nothing, and git status is clean.
+					if out := gitIn(t, f.root, "show", "--stat", "--format=", "HEAD"); out != "" {
+						t.Fatalf("the user's commit changed files: %q", out)
+					}
+					if out := gitIn(t, f.root, "status", "--porcelain"); out != "" {
+						t.Fatalf("git status says %q", out)
+					}
+				}
+			})
+		}
+	}
+}
