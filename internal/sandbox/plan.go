@@ -185,6 +185,35 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		return best
 	}
 
+	// The server's state directory (every workspace's private home, the
+	// git guard's journal) is hidden wherever a command would see it: in
+	// a --read-only home, where XDG_CACHE_HOME lies outside the home, and
+	// where another mount shows it; but where a grant names it. The
+	// call's own private home is bound at the home's path from the host's
+	// tree, which this does not cover.
+	if sd := p.StateDir; sd != "" && !shown[sd] {
+		visible := func(path string) bool {
+			r := inRegion(path)
+			return r == nil || !r.hidden
+		}
+		if exists, dir, _ := fsys.Lstat(sd); exists && dir && visible(sd) {
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: sd, Dir: true, Mode: 0o755})
+			regions = append(regions, region{sd, true})
+		}
+		for _, a := range aliases[sd] {
+			if aliasSeen[a.Path] || shown[a.Path] || !visible(a.Path) {
+				continue
+			}
+			aliasSeen[a.Path] = true
+			if _, dir, _ := fsys.Lstat(a.Path); !dir {
+				sp.ops = append(sp.ops, mountOp{Kind: opMask, Path: a.Path})
+				continue
+			}
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: a.Path, Dir: true, Mode: 0o755})
+			regions = append(regions, region{a.Path, true})
+		}
+	}
+
 	// Grants: writable ones always need a bind; read-only ones only where
 	// the host view does not already show them (a hidden tree) or where they
 	// sit inside a writable root (a carve-out, planned per call).
@@ -348,8 +377,8 @@ func (r *recordFS) Aliases(paths []string) map[string][]alias {
 }
 
 // findAliases asks fsys, if it can tell, where else the trees and files
-// the plan hides show: the private directories, the home, and every
-// credential and system secret.
+// the plan hides show: the private directories, the home, every
+// credential and system secret, and the server's state.
 func findAliases(p *policy.Policy, fsys fsInfo) map[string][]alias {
 	af, ok := fsys.(aliasFinder)
 	if !ok {
@@ -365,6 +394,9 @@ func findAliases(p *policy.Policy, fsys fsInfo) map[string][]alias {
 		}
 	}
 	paths = append(paths, policy.SystemSecrets...)
+	if p.StateDir != "" {
+		paths = append(paths, p.StateDir)
+	}
 	return af.Aliases(paths)
 }
 

@@ -256,3 +256,47 @@ func TestPlanCallMasksLaterCredentials(t *testing.T) {
 		t.Errorf("masks after a credential went (-want +got):\n%s", diff)
 	}
 }
+
+// TestPlanStaticHidesStateDir: the server's state directory, which holds
+// every workspace's private home, is hidden wherever a command would see
+// it (a --read-only home, a cache outside the home, another mount of it),
+// and nowhere it is hidden already; a grant that names it shows it.
+func TestPlanStaticHidesStateDir(t *testing.T) {
+	fs := aliasFS{
+		fakeFS: newFakeFS("/tmp/", "/home/u/proj/", "/home/u/.cache/nanosandbox-mcp/homes/proj-1/",
+			"/srv/cache/nanosandbox-mcp/homes/proj-1/", "/mnt/state/", "/mnt/one/"),
+		aliases: map[string][]alias{
+			"/srv/cache/nanosandbox-mcp": {{Path: "/mnt/state"}, {Path: "/mnt/one", Part: true}},
+		},
+	}
+	ws := policy.Grant{Path: "/home/u/proj", Writable: true, Dir: true}
+	for _, tt := range []struct {
+		name string
+		p    policy.Policy
+		want []string
+	}{
+		{"in the hidden home", policy.Policy{Home: "/home/u", PrivateHome: "/home/u/.cache/nanosandbox-mcp/homes/proj-1",
+			StateDir: "/home/u/.cache/nanosandbox-mcp", Grants: []policy.Grant{ws}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u <- /home/u/.cache/nanosandbox-mcp/homes/proj-1", "bind-rw /home/u/proj (make)"}},
+		{"in a read-only home", policy.Policy{Home: "/home/u", HomeGranted: true,
+			StateDir: "/home/u/.cache/nanosandbox-mcp", Grants: []policy.Grant{ws, {Path: "/home/u", Dir: true}}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u/proj", "hide /home/u/.cache/nanosandbox-mcp"}},
+		{"outside the home, with its other mounts", policy.Policy{Home: "/home/u", PrivateHome: "/srv/cache/nanosandbox-mcp/homes/proj-1",
+			StateDir: "/srv/cache/nanosandbox-mcp", Grants: []policy.Grant{ws}},
+			[]string{"tmpfs /tmp", "hide /mnt/state", "hide /mnt/one", "bind-rw /home/u <- /srv/cache/nanosandbox-mcp/homes/proj-1",
+				"hide /srv/cache/nanosandbox-mcp", "bind-rw /home/u/proj (make)"}},
+		{"named by a grant", policy.Policy{Home: "/home/u", PrivateHome: "/srv/cache/nanosandbox-mcp/homes/proj-1",
+			StateDir: "/srv/cache/nanosandbox-mcp", Grants: []policy.Grant{ws, {Path: "/srv/cache/nanosandbox-mcp", Dir: true}}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u <- /srv/cache/nanosandbox-mcp/homes/proj-1", "bind-rw /home/u/proj (make)"}},
+		{"not made yet", policy.Policy{Home: "/home/u", HomeGranted: true,
+			StateDir: "/home/u/.cache/none", Grants: []policy.Grant{ws, {Path: "/home/u", Dir: true}}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u/proj"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.p.Workspace = ws.Path
+			if diff := cmp.Diff(tt.want, opStrings(planStatic(&tt.p, fs).ops)); diff != "" {
+				t.Errorf("ops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
