@@ -277,19 +277,35 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		}
 	}
 	// A mount point inside a tree the sandbox owns (a tmpfs it made, the
-	// private home) may be created; anywhere else it must exist.
+	// private home) may be made; anywhere else it must exist. Owned is
+	// the tree of the mount right above it: a host tree shown again
+	// inside a tmpfs (the workspace in /tmp) is the user's.
 	for i := range sp.ops {
-		op := &sp.ops[i]
-		for _, o := range sp.ops {
-			owned := o.Kind == opTmpfs || o.Kind == opHide || o.Kind == opBindRW && p.PrivateHome != "" && o.Src == p.PrivateHome
-			if owned && o.Path != op.Path && policy.Within(op.Path, o.Path) {
-				op.Make = true
-			}
-		}
+		sp.ops[i].Make = ownedAbove(p, sp.ops, sp.ops[i].Path)
 	}
 	sortOps(sp.ops)
 	sp.seen = fsys.answers
 	return sp
+}
+
+// ownedAbove reports whether the mount of ops right above path (the
+// deepest one strictly above it, the last mounted of those at one path) is
+// a tree the sandbox owns: a tmpfs it made, or the private home.
+func ownedAbove(p *policy.Policy, ops []mountOp, path string) bool {
+	var above *mountOp
+	for i := range ops {
+		o := &ops[i]
+		if o.Kind == opMask || o.Path == path || !policy.Within(path, o.Path) {
+			continue
+		}
+		if above == nil || len(o.Path) > len(above.Path) || o.Path == above.Path && o.Kind > above.Kind {
+			above = o
+		}
+	}
+	if above == nil {
+		return false
+	}
+	return above.Kind == opTmpfs || above.Kind == opHide || above.Kind == opBindRW && p.PrivateHome != "" && above.Src == p.PrivateHome
 }
 
 // current returns sp, or a new plan if the host no longer answers what sp

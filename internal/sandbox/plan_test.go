@@ -236,7 +236,7 @@ func TestPlanCallMasksLaterCredentials(t *testing.T) {
 	want := []string{
 		"hide /mnt/cfg/gh",
 		"hide /home/new/.aws",
-		"hide /home/u/.config/gh (make)",
+		"hide /home/u/.config/gh", // in the host's tree, shown again: never made
 	}
 	if diff := cmp.Diff(want, masks(planCall(p, *now, nil, fs))); diff != "" {
 		t.Errorf("masks after credentials appeared (-want +got):\n%s", diff)
@@ -298,5 +298,32 @@ func TestPlanStaticHidesStateDir(t *testing.T) {
 				t.Errorf("ops (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPlanStaticMakesOnlyInOwnedTrees: a mount point is made only where
+// the mount right above it is the sandbox's (a tmpfs, the private home),
+// never inside a host tree shown again there, which is the user's.
+func TestPlanStaticMakesOnlyInOwnedTrees(t *testing.T) {
+	p := &policy.Policy{
+		Workspace:   "/tmp/ws",
+		Home:        "/home/u",
+		PrivateHome: "/state/homes/ws-1",
+		Grants: []policy.Grant{
+			{Path: "/tmp/ws", Writable: true, Dir: true},
+			{Path: "/tmp/ws/out/deep", Writable: true, Dir: true},
+			{Path: "/home/u/.cargo/bin", Dir: true, Flag: "home tools"},
+		},
+	}
+	fs := newFakeFS("/tmp/ws/out/deep/", "/home/u/.cargo/bin/")
+	want := []string{
+		"tmpfs /tmp",
+		"bind-rw /home/u <- /state/homes/ws-1",
+		"bind-rw /tmp/ws (make)",
+		"bind-ro /home/u/.cargo/bin (make)",
+		"bind-rw /tmp/ws/out/deep",
+	}
+	if diff := cmp.Diff(want, opStrings(planStatic(p, fs).ops)); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
 	}
 }
