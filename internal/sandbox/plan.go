@@ -277,9 +277,10 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		}
 	}
 	// A mount point inside a tree the sandbox owns (a tmpfs it made, the
-	// private home) may be made; anywhere else it must exist. Owned is
-	// the tree of the mount right above it: a host tree shown again
-	// inside a tmpfs (the workspace in /tmp) is the user's.
+	// private home) may be made, and what is in the way there moved
+	// aside; anywhere else it must exist. Owned is the tree of the mount
+	// right above it: a host tree shown again inside a tmpfs (the
+	// workspace in /tmp) is the user's.
 	for i := range sp.ops {
 		sp.ops[i].Make = ownedAbove(p, sp.ops, sp.ops[i].Path)
 	}
