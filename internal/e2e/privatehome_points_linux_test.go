@@ -38,6 +38,9 @@ func TestPrivateHomeMountPointsInTheWay(t *testing.T) {
 		{"a symbolic link where a home tool's directory goes", noHomeTools,
 			`rm -rf ~/.cargo/bin && mkdir -p ~/.cargo ~/elsewhere && echo mine > ~/elsewhere/f && ln -s ../elsewhere ~/.cargo/bin`, ".cargo/bin",
 			`[ -L .cargo/bin.nanosandbox-moved-N ] && [ "$(ls -A elsewhere)" = f ]`},
+		{"a file where a directory above a home tool goes", noHomeTools,
+			`rm -rf ~/.cargo && echo mine > ~/.cargo`, ".cargo",
+			`[ "$(cat .cargo.nanosandbox-moved-N)" = mine ]`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := homeToolsEnv(t)
@@ -73,8 +76,25 @@ func TestPrivateHomeMountPointsInTheWay(t *testing.T) {
 			e.checkKept(strings.ReplaceAll(tt.kept, "-N", "-2"))
 		})
 	}
+
+	// On the first call of a fresh private home, in the one-shot form,
+	// the directories above a home tool's mount point are pinned too: the
+	// command cannot move them away and leave a file where the tool goes.
+	t.Run("first call of a fresh private home", func(t *testing.T) {
+		e := homeToolsEnv(t)
+		out, _, _ := e.run(nil, "sh", "-c", `mv ~/.cargo ~/.cargo-old && mkdir ~/.cargo && : > ~/.cargo/bin && echo planted`)
+		if strings.Contains(out, "planted") {
+			t.Errorf("the first call moved ~/.cargo away and planted a file at ~/.cargo/bin")
+		}
+		s := e.serve()
+		if res, o := s.sh(t, `cg`); res.IsError || o.Stdout != "cargo-ok\n" {
+			t.Errorf("a call of the next server: %s", text(res))
+		}
+	})
 }
 
+// homeToolsEnv is newEnv with a file ~/.toolrc for --read-only and a
+// rustup-style tool directory ~/.cargo/bin on the server's PATH.
 func homeToolsEnv(t *testing.T) *env {
 	e := newEnv(t)
 	e.write(filepath.Join(e.home, ".toolrc"), "tool_setting = 1\n", 0o644)

@@ -506,13 +506,32 @@ func planCall(p *policy.Policy, sp staticPlan, git []mountOp, fsys fsInfo) []mou
 		for d := filepath.Dir(c.Path); d != root && policy.Within(d, root); d = filepath.Dir(d) {
 			if !pinned[d] {
 				pinned[d] = true
-				ops = append(ops, mountOp{Kind: opPin, Path: d, Dir: true})
+				ops = append(ops, mountOp{Kind: opPin, Path: d, Dir: true, Make: makesBelow(p, sp.ops, d)})
 			}
 		}
 		ops = append(ops, c)
 	}
 	sortOps(ops)
 	return ops
+}
+
+// makesBelow reports whether a pin at d is made where it is missing: in a
+// tree the sandbox owns (the private home), above a mount point the
+// helper makes (a grant of the home). On the first call of a fresh
+// private home nothing is there yet, and a pin skipped as gone would let
+// that call's command move the directory away and leave the wrong type
+// where the grant's mount point goes. Pins above git's carve-outs, whose
+// own mount points are never made, are not made either.
+func makesBelow(p *policy.Policy, static []mountOp, d string) bool {
+	if !ownedAbove(p, static, d) {
+		return false
+	}
+	for _, o := range static {
+		if o.Make && o.Path != d && policy.Within(o.Path, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // rootAbove returns the deepest writable root strictly above path, or "".

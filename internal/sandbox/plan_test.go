@@ -327,3 +327,45 @@ func TestPlanStaticMakesOnlyInOwnedTrees(t *testing.T) {
 		t.Errorf("ops (-want +got):\n%s", diff)
 	}
 }
+
+// TestPlanCallMakesPinsInPrivateHome: the pins above a grant's mount point
+// in the private home are made where missing (the first call of a fresh
+// private home has nothing there yet), and only those: not pins above
+// git's carve-outs, nor anything in the user's own trees, where a mount
+// point is never made (a --writable path shown inside the workspace in a
+// tmpfs).
+func TestPlanCallMakesPinsInPrivateHome(t *testing.T) {
+	p := &policy.Policy{
+		Workspace:   "/tmp/ws",
+		Home:        "/home/u",
+		PrivateHome: "/state/homes/ws-1",
+		Grants: []policy.Grant{
+			{Path: "/tmp/ws", Writable: true, Dir: true},
+			{Path: "/tmp/ws/out/deep", Writable: true, Dir: true},
+			{Path: "/home/u/.cargo/bin", Dir: true, Flag: "home tools"},
+			{Path: "/home/u/.config/tool/config", Flag: "--read-only"},
+		},
+	}
+	fs := newFakeFS("/tmp/ws/out/deep/", "/home/u/.cargo/bin/", "/home/u/.config/tool/config", "/home/u/proj/.git/config")
+	sp := planStatic(p, fs)
+	git := gitOps([]gitguard.Protection{{Path: "/home/u/proj/.git/config"}})
+	want := []string{
+		"tmpfs /tmp",
+		"bind-rw /home/u <- /state/homes/ws-1",
+		"bind-rw /tmp/ws (make)",
+		"pin /home/u/.cargo (make)",
+		"pin /home/u/.config (make)",
+		"pin /home/u/proj",
+		"bind-ro /home/u/.cargo/bin (make)",
+		"bind-rw /tmp/ws/out/deep",
+		"pin /home/u/.config/tool (make)",
+		"pin /home/u/proj/.git",
+		"protect /home/u/.cargo/bin",
+		"bind-ro /home/u/.config/tool/config (make)",
+		"protect /home/u/.config/tool/config",
+		"protect /home/u/proj/.git/config",
+	}
+	if diff := cmp.Diff(want, opStrings(planCall(p, sp, git, fs))); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+}
