@@ -127,11 +127,12 @@ func tmpfsModeSize(op mountOp) (mode uint32, size int64) {
 
 // runOp performs one step. For a hidden tree it returns the mount's fd, to be
 // sealed read-only at the end; otherwise -1. Where the plan allows it
-// (op.Make), the mount point is made first, before anything is opened:
-// a pin's source is its own mount point.
+// (op.Make), the mount point of a tree (a tmpfs, a bind, a pin) is made
+// first, before anything is opened: a pin's source is its own mount
+// point. (A mask, or a protected symlink, covers what exists.)
 func runOp(op mountOp, moved func(movedAside)) (int, error) {
 	target := newRoot + op.Path
-	if op.Make {
+	if op.Make && op.Kind != opMask && !op.Link {
 		dir := op.Dir || op.Kind == opTmpfs || op.Kind == opHide
 		if err := makeMountPoint(target, dir, moved); err != nil {
 			return -1, setupError(opDesc(op), err)
