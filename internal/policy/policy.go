@@ -129,8 +129,10 @@ type Policy struct {
 	// PrivateHome is the host directory mounted over Home inside the sandbox
 	// so tool caches persist; empty if there is none.
 	PrivateHome string
-	// StateDir is where the server keeps its state (Options.StateDir); empty
-	// if it keeps none.
+	// StateDir is where the server keeps its state (Options.StateDir),
+	// absolute, symlinks resolved as far as it exists; empty if it keeps
+	// none. Commands never see it: it holds every workspace's private
+	// home. (A writable grant that contains it is refused.)
 	StateDir string
 	// privateHomeMade is set when this start created PrivateHome.
 	privateHomeMade bool
@@ -322,7 +324,18 @@ func New(o Options) (*Policy, error) {
 			}
 		}
 	}
-	p.StateDir = o.StateDir
+	if o.StateDir != "" {
+		p.StateDir = resolvePartly(o.StateDir)
+		// Commands would write every workspace's private home and the git
+		// guard's journal (a --read-only home has no private home for the
+		// check above to find).
+		for _, g := range p.Grants {
+			if g.Writable && Within(p.StateDir, g.Path) {
+				p.Discard()
+				return nil, &FlagError{Flag: g.Flag, Value: g.Path, Err: "contains the server's state directory " + p.StateDir + ", which holds every workspace's private home", Hint: "pass a narrower directory, or set XDG_CACHE_HOME outside it"}
+			}
+		}
+	}
 
 	if o.GitIdentity != nil {
 		// Now that every path commands can write is known: the git
@@ -429,6 +442,22 @@ func privateHome(stateDir, ws string) (string, bool, error) {
 		return "", false, &FlagError{Flag: "--workspace", Value: ws, Err: "cannot resolve the private home " + dir + ": " + unwrapPathError(err), Hint: "set XDG_CACHE_HOME to a writable directory"}
 	}
 	return real, errors.Is(statErr, fs.ErrNotExist), nil
+}
+
+// resolvePartly returns path, made absolute, with symlinks resolved as far
+// as it exists: the state directory may not be made yet.
+func resolvePartly(path string) string {
+	path, _ = filepath.Abs(path)
+	rest := ""
+	for p := path; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(p) == p {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
 }
 
 // Within reports whether path is dir or lies below it. Both must be clean

@@ -170,6 +170,28 @@ func TestPrivateHomeInsideWritableRefused(t *testing.T) {
 	}
 }
 
+// TestStateDirInsideWritableRefused: with a --read-only home there is no
+// private home, and a writable grant that holds the state directory would
+// still let commands write every workspace's private home.
+func TestStateDirInsideWritableRefused(t *testing.T) {
+	root := tree(t)
+	if err := os.Symlink(root+"/data", root+"/datalink"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Options{Workspace: root + "/data", ReadOnly: []string{root + "/home"}, Home: root + "/home", StateDir: root + "/datalink/cache/nanosandbox-mcp"})
+	var fe *FlagError
+	if !errors.As(err, &fe) || fe.Flag != "--workspace" || !strings.Contains(fe.Err, "state directory "+root+"/data/cache/nanosandbox-mcp") || fe.Hint == "" {
+		t.Fatalf("got %v, want a refusal naming the state directory, resolved", err)
+	}
+	p, err := New(Options{Workspace: root + "/data", ReadOnly: []string{root + "/home"}, Home: root + "/home", StateDir: root + "/link/state/nanosandbox-mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := root + "/home/proj/state/nanosandbox-mcp"; p.StateDir != want {
+		t.Errorf("StateDir %q, want %q (resolved as far as it exists)", p.StateDir, want)
+	}
+}
+
 func TestEnv(t *testing.T) {
 	root := tree(t)
 	p, err := New(Options{

@@ -278,6 +278,7 @@ func cHelperCallOps(s *spec) ([]hop, error) {
 				add(hop{code: hopBindLink, b: target, d: attr, flags: hopMissingOK, desc: op.Kind.String() + " " + op.Path})
 			} else {
 				bind(target, target, attr, hopRecursive|hopMissingOK, op.Kind.String()+" "+op.Path)
+				makeIn(true) // a pin the plan makes where it is missing
 			}
 		case opBindRO, opBindRW:
 			var attr uint64 = nosuidNodev
@@ -490,6 +491,7 @@ const (
 	hkindSetup = 2
 	hkindTook  = 5
 	hkindExit  = 6
+	hkindMoved = 7
 
 	exitTimedOut = 1
 )
@@ -500,7 +502,7 @@ var hsteps = []string{"", "", "open", "open_tree", "mount_setattr", "open", "mov
 	"fsopen", "fsconfig mode", "fsconfig size", "fsconfig create", "fsmount",
 	"socket", "bind " + strings.TrimPrefix(proxyURL, "http://"), "listen", "sendmsg(SCM_RIGHTS)",
 	"ioctl(SIOCGIFFLAGS lo)", "ioctl(SIOCSIFFLAGS lo)", "fstat", "no kept mount",
-	"mount point %s", "mount point %s: remove what is in the way", "mkdir %s", "create %s", "open %s"}
+	"mount point %s", "mount point %s: move aside what is in the way", "mkdir %s", "create %s", "open %s"}
 
 const (
 	hstepOpenSrc    = 2
@@ -558,6 +560,11 @@ func (c *cHelperCall) report(cr cReport) (r report, ok bool) {
 		return report{Setup: c.setupError(cr)}, true
 	case hkindExit:
 		return report{Exit: c.exit(cr)}, true
+	case hkindMoved:
+		if m := c.moved(cr); m != nil {
+			return report{Moved: m}, true
+		}
+		return report{Setup: asSetupError(bug(fmt.Errorf("helper: moved aside at op %d (%d) of %d", cr.index, cr.op, len(c.ops))))}, true
 	}
 	return report{Setup: &SetupError{Op: "sandbox helper", Err: fmt.Sprintf("unknown report %d", cr.kind)}}, true
 }
@@ -637,6 +644,25 @@ func (c *cHelperCall) setupError(cr cReport) *SetupError {
 		return setupError(o.descOnto, err)
 	}
 	return setupError(o.desc, err)
+}
+
+// moved is the Go helper's report of what make_point moved aside, as cr
+// says (helper.c's K_MOVED), or nil for a record on no such op.
+func (c *cHelperCall) moved(cr cReport) *movedAside {
+	if int(cr.index) >= len(c.ops) || c.ops[cr.index].code != uint64(cr.op) {
+		return nil
+	}
+	o := c.ops[cr.index]
+	target := o.b
+	if o.code == hopTmpfs {
+		target = o.c
+	}
+	parts := strings.Split(strings.TrimPrefix(target, o.e+"/"), "/")
+	k := int(cr.v[0])
+	if k < 1 || k > len(parts) {
+		return nil
+	}
+	return &movedAside{Path: "/" + strings.Join(parts[:k], "/"), N: int(cr.v[1]), Mode: uint32(cr.v[2]), Dir: cr.v[3] != 0}
 }
 
 // launchError is the error the server's fork of a helper gave (startHelper)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
@@ -665,7 +667,7 @@ func TestCHelperMessages(t *testing.T) {
 			[]mountOp{{Kind: opTmpfs, Path: "/run", Dir: true, Mode: 0o755, Size: 1 << 20},
 				{Kind: opBindRO, Path: "/run/x", Src: host + "/file", Make: true},
 				{Kind: opBindRO, Path: "/run/x/y", Src: host + "/dir", Dir: true, Make: true}},
-			"bind-ro /run/x/y: mount point /run/x: remove what is in the way: "},
+			"bind-ro /run/x/y: mount point /run/x: move aside what is in the way: device or resource busy"},
 		{"a mount point to make in the host's tree",
 			[]mountOp{{Kind: opHide, Path: host + "/dir/new/deeper", Dir: true, Mode: 0o755, Make: true}},
 			"mount tmpfs " + host + "/dir/new/deeper: mkdir " + host + "/dir/new: read-only file system"},
@@ -702,5 +704,86 @@ func TestCHelperMessages(t *testing.T) {
 				t.Errorf("got %q, want it to start %q", got[0], want)
 			}
 		})
+	}
+}
+
+// TestCHelperMovesAside checks that both helpers, making mount points in a
+// tree the sandbox owns (here a host directory bound writable, as the
+// private home is), move whatever is in the way aside, of any type, and
+// report the same moves; the grants are then in place, and what was moved
+// aside is kept, a symbolic link not followed.
+func TestCHelperMovesAside(t *testing.T) {
+	cHelperFiles(t) // skips where the helper in C was not built
+	host, err := os.MkdirTemp("/var/tmp", "nsb-moved-")
+	if err != nil {
+		t.Skipf("needs a directory of the host's outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(host) })
+	src, home := host+"/src", host+"/home"
+	var got [2][]string
+	for i, inC := range []bool{false, true} {
+		os.RemoveAll(host)
+		for _, d := range []string{src + "/dir", home + "/file/keep", home + "/deep", home + "/elsewhere"} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, f := range []string{src + "/file", src + "/dir/inner", home + "/dir", home + "/deep/x"} {
+			if err := os.WriteFile(f, []byte("from "+f+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink("elsewhere", home+"/link"); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mkfifo(home+"/fifo", 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(host, 0o755)
+		sp := cHelperSpec(`cat ` + home + `/file ` + home + `/fifo ` + home + `/dir/inner ` + home + `/link/inner ` + home + `/deep/x/y/inner >/dev/null &&
+[ -z "$(ls -A ` + home + `/elsewhere)" ] && [ -d ` + home + `/pinned/new ]`)
+		sp.Ops = append(sp.Ops,
+			mountOp{Kind: opBindRW, Path: home, Src: home, Dir: true},
+			mountOp{Kind: opBindRO, Path: home + "/file", Src: src + "/file", Make: true},           // a directory, not empty, where a file goes
+			mountOp{Kind: opBindRO, Path: home + "/fifo", Src: src + "/file", Make: true},           // a FIFO where a file goes
+			mountOp{Kind: opBindRO, Path: home + "/dir", Src: src + "/dir", Dir: true, Make: true},  // a file where a directory goes
+			mountOp{Kind: opBindRO, Path: home + "/link", Src: src + "/dir", Dir: true, Make: true}, // a symbolic link
+			mountOp{Kind: opBindRO, Path: home + "/deep/x/y", Src: src + "/dir", Dir: true, Make: true},
+			mountOp{Kind: opPin, Path: home + "/pinned", Dir: true, Make: true},
+			mountOp{Kind: opHide, Path: home + "/pinned/new", Dir: true, Make: true},
+		)
+		sortOps(sp.Ops)
+		for _, r := range runHelper(t, sp, inC) {
+			switch {
+			case r.Setup != nil:
+				t.Errorf("inC %v: %v", inC, r.Setup)
+			case r.Moved != nil:
+				got[i] = append(got[i], fmt.Sprintf("%s (%o, dir %v) -> %d", strings.TrimPrefix(r.Moved.Path, home), r.Moved.Mode, r.Moved.Dir, r.Moved.N))
+			case r.Exit != nil && r.Exit.Code != 0:
+				t.Errorf("inC %v: the command found a grant out of place: exit %d", inC, r.Exit.Code)
+			}
+		}
+		for _, kept := range []struct {
+			path string
+			mode os.FileMode
+		}{{"/file.nanosandbox-moved-1", os.ModeDir}, {"/fifo.nanosandbox-moved-1", os.ModeNamedPipe},
+			{"/dir.nanosandbox-moved-1", 0}, {"/link.nanosandbox-moved-1", os.ModeSymlink}, {"/deep/x.nanosandbox-moved-1", 0}} {
+			if fi, err := os.Lstat(home + kept.path); err != nil || fi.Mode().Type() != kept.mode {
+				t.Errorf("inC %v: %s: %v %v, want kept, of type %v", inC, kept.path, fi, err, kept.mode)
+			}
+		}
+		if b, err := os.ReadFile(home + "/dir.nanosandbox-moved-1"); err != nil || string(b) != "from "+home+"/dir\n" {
+			t.Errorf("inC %v: a file moved aside lost its content: %q %v", inC, b, err)
+		}
+		if fi, err := os.Stat(home + "/file.nanosandbox-moved-1/keep"); err != nil || !fi.IsDir() {
+			t.Errorf("inC %v: a directory moved aside lost its content: %v", inC, err)
+		}
+	}
+	want := []string{"/file (40000, dir false) -> 1", "/fifo (10000, dir false) -> 1", "/dir (100000, dir true) -> 1",
+		"/link (120000, dir true) -> 1", "/deep/x (100000, dir true) -> 1"}
+	for i, name := range []string{"Go", "C"} {
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("%s helper's moves (-want +got):\n%s", name, diff)
+		}
 	}
 }

@@ -166,7 +166,8 @@ func (h *helper) takeCall() {
 // must not inherit.
 func (h *helper) buildSandbox() {
 	s := h.spec
-	if err := buildRoot(s.Ops, s.Limits.TmpBytes); err != nil {
+	moved := func(m movedAside) { sendReport(h.rep, report{Moved: &m}) }
+	if err := buildRoot(s.Ops, s.Limits.TmpBytes, moved); err != nil {
 		h.fail(err)
 	}
 	if !s.HostNetwork {

@@ -28,8 +28,9 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // (DESIGN.md §3, steps 2 to 4). It runs in the helper, uid 0 in its own user
 // and mount namespaces.
 //
-// enterScratch must have run first.
-func buildRoot(ops []mountOp, tmpBytes int64) error {
+// enterScratch must have run first. moved is told of what was moved out
+// of the way of a mount point (makeMountPoint).
+func buildRoot(ops []mountOp, tmpBytes int64, moved func(movedAside)) error {
 	// The host tree, read-only, nosuid and nodev all the way down: one
 	// recursive mount_setattr, since a plain remount changes only the top.
 	if err := bindTree(oldRoot, newRoot, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, false); err != nil {
@@ -44,7 +45,7 @@ func buildRoot(ops []mountOp, tmpBytes int64) error {
 
 	var seal []int // hidden trees, made read-only once their mount points exist
 	for _, op := range ops {
-		fd, err := runOp(op)
+		fd, err := runOp(op, moved)
 		if err != nil {
 			return err
 		}
@@ -125,9 +126,18 @@ func tmpfsModeSize(op mountOp) (mode uint32, size int64) {
 }
 
 // runOp performs one step. For a hidden tree it returns the mount's fd, to be
-// sealed read-only at the end; otherwise -1.
-func runOp(op mountOp) (int, error) {
+// sealed read-only at the end; otherwise -1. Where the plan allows it
+// (op.Make), the mount point of a tree (a tmpfs, a bind, a pin) is made
+// first, before anything is opened: a pin's source is its own mount
+// point. (A mask, or a protected symlink, covers what exists.)
+func runOp(op mountOp, moved func(movedAside)) (int, error) {
 	target := newRoot + op.Path
+	if op.Make && op.Kind != opMask && !op.Link {
+		dir := op.Dir || op.Kind == opTmpfs || op.Kind == opHide
+		if err := makeMountPoint(target, dir, moved); err != nil {
+			return -1, setupError(opDesc(op), err)
+		}
+	}
 	switch op.Kind {
 	case opTmpfs, opHide:
 		mode, size := tmpfsModeSize(op)
@@ -135,9 +145,9 @@ func runOp(op mountOp) (int, error) {
 		if err != nil {
 			return -1, setupError("tmpfs "+op.Path, err)
 		}
-		if err := attach(mfd, target, true, op.Make); err != nil {
+		if err := attach(mfd, target); err != nil {
 			unix.Close(mfd)
-			return -1, setupError("mount tmpfs "+op.Path, err)
+			return -1, setupError(opDesc(op), err)
 		}
 		if op.Kind == opHide {
 			return mfd, nil
@@ -147,11 +157,11 @@ func runOp(op mountOp) (int, error) {
 	case opMask:
 		tree, err := cloneTree(emptyFile, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false)
 		if err != nil {
-			return -1, setupError("mask "+op.Path, err)
+			return -1, setupError(opDesc(op), err)
 		}
 		defer unix.Close(tree)
-		if err := attach(tree, target, false, false); err != nil {
-			return -1, setupError("mask "+op.Path, err)
+		if err := attach(tree, target); err != nil {
+			return -1, setupError(opDesc(op), err)
 		}
 	case opProtect, opPin:
 		// A carve-out planned from the host a moment ago may be gone by
@@ -162,29 +172,34 @@ func runOp(op mountOp) (int, error) {
 			return -1, nil
 		}
 		if err != nil {
-			return -1, setupError(op.Kind.String()+" "+op.Path, err)
+			return -1, setupError(opDesc(op), err)
 		}
 	case opBindRO, opBindRW:
-		src := target
-		if op.Kind == opBindRO || op.Kind == opBindRW {
-			src = oldRoot + op.Src
-		}
 		var attr uint64 = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
-		if op.Kind == opBindRO || op.Kind == opProtect {
+		if op.Kind == opBindRO {
 			attr |= unix.MOUNT_ATTR_RDONLY
 		}
-		tree, err := cloneTree(src, attr, true)
+		tree, err := cloneTree(oldRoot+op.Src, attr, true)
 		if err != nil {
-			return -1, setupError(op.Kind.String()+" "+op.Path, err)
+			return -1, setupError(opDesc(op), err)
 		}
 		defer unix.Close(tree)
-		if err := attach(tree, target, op.Dir, op.Make); err != nil {
-			return -1, setupError(op.Kind.String()+" "+op.Path, err)
+		if err := attach(tree, target); err != nil {
+			return -1, setupError(opDesc(op), err)
 		}
 	default:
 		return -1, &SetupError{Op: "mount", Err: fmt.Sprintf("unknown step %d", op.Kind)}
 	}
 	return -1, nil
+}
+
+// opDesc names op in a setup error, as both helpers do.
+func opDesc(op mountOp) string {
+	switch op.Kind {
+	case opTmpfs, opHide:
+		return "mount tmpfs " + op.Path
+	}
+	return op.Kind.String() + " " + op.Path
 }
 
 // protect binds target onto itself: read-only for a carve-out, as it is
@@ -201,7 +216,7 @@ func protect(target string, op mountOp) error {
 			return err
 		}
 		defer unix.Close(tree)
-		return attach(tree, target, op.Dir, false)
+		return attach(tree, target)
 	}
 	fd, err := unix.Openat2(unix.AT_FDCWD, target, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
@@ -236,7 +251,7 @@ func bindTree(src, dst string, attr uint64, dir bool) error {
 		return setupError("bind "+src, err)
 	}
 	defer unix.Close(tree)
-	if err := attach(tree, dst, true, false); err != nil {
+	if err := attach(tree, dst); err != nil {
 		return setupError("bind "+src+" on "+dst, err)
 	}
 	return nil
@@ -312,16 +327,9 @@ func newTmpfs(mode string, size int64) (int, error) {
 	return mfd, nil
 }
 
-// attach moves the detached mount tree onto target, creating the mount
-// point first when create is set.
-func attach(tree int, target string, dir, create bool) error {
+// attach moves the detached mount tree onto target.
+func attach(tree int, target string) error {
 	tfd, err := openNoFollow(target)
-	if err != nil && create {
-		if merr := makeMountPoint(target, dir); merr != nil {
-			return merr
-		}
-		tfd, err = openNoFollow(target)
-	}
 	if err != nil {
 		return err
 	}
@@ -332,11 +340,33 @@ func attach(tree int, target string, dir, create bool) error {
 	return nil
 }
 
-// makeMountPoint creates target (a directory, or an empty file) and any
-// missing parent below newRoot. It is only asked to inside trees the sandbox
-// owns (its tmpfs, the private home), where a symlink or a file in the way
-// was left by an earlier command and is replaced.
-func makeMountPoint(target string, dir bool) error {
+// movedAside is what makeMountPoint moved out of the way of a mount point.
+type movedAside struct {
+	Path string `json:"path"` // where it was, as the command sees it
+	N    int    `json:"n"`    // it is now Path + ".nanosandbox-moved-N"
+	Mode uint32 `json:"mode"` // its type (the S_IFMT bits; 0 when fstat failed)
+	Dir  bool   `json:"dir"`  // a directory belongs there, else a regular file
+}
+
+// movedSuffix and maxMoved name what is moved aside: NAME becomes
+// NAME.nanosandbox-moved-N, for the first N from 1 to maxMoved that is free.
+const (
+	movedSuffix = ".nanosandbox-moved-"
+	maxMoved    = 1000
+)
+
+// makeMountPoint makes sure target, below newRoot, is a directory (dir)
+// or else a regular file, and that every component above it is a
+// directory, creating what is missing. The plan asks for it only inside
+// trees the sandbox owns (its tmpfs, the private home), which commands
+// write: whatever is in the way there, of any type (a directory where a
+// file belongs, a file or a FIFO where a directory does, a symbolic link
+// anywhere), an earlier command left, and it is moved aside beside itself
+// (movedSuffix), never removed and never followed; moved is told. Each
+// component is opened beneath the last one without following symbolic
+// links, so a concurrent command's swaps end in the private home, or in a
+// failure.
+func makeMountPoint(target string, dir bool, moved func(movedAside)) error {
 	rel := strings.TrimPrefix(target, newRoot+"/")
 	parts := strings.Split(rel, "/")
 	cur, err := unix.Open(newRoot, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -344,48 +374,86 @@ func makeMountPoint(target string, dir bool) error {
 		return fmt.Errorf("open %s: %w", newRoot, err)
 	}
 	defer func() { unix.Close(cur) }()
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH}
 	for i, name := range parts {
-		last := i == len(parts)-1
-		wantDir := !last || dir
-		next, err := unix.Openat2(cur, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH})
-		if err == nil {
+		at := "/" + strings.Join(parts[:i+1], "/")
+		wantDir := i < len(parts)-1 || dir
+		var want uint32 = unix.S_IFREG
+		if wantDir {
+			want = unix.S_IFDIR
+		}
+		next, err := unix.Openat2(cur, name, how)
+		var mode uint32
+		switch {
+		case err == nil:
 			var st unix.Stat_t
-			if ferr := unix.Fstat(next, &st); ferr == nil && (st.Mode&unix.S_IFMT == unix.S_IFDIR) == wantDir && st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			if ferr := unix.Fstat(next, &st); ferr == nil {
+				mode = st.Mode & unix.S_IFMT
+			}
+			if mode == want {
 				unix.Close(cur)
 				cur = next
 				continue
 			}
 			unix.Close(next)
-			// Something else is in the way: replace it.
-			if uerr := unix.Unlinkat(cur, name, 0); uerr != nil {
-				return fmt.Errorf("mount point /%s: remove what is in the way: %w", strings.Join(parts[:i+1], "/"), uerr)
+		case errors.Is(err, unix.ELOOP):
+			mode = unix.S_IFLNK
+		case errors.Is(err, unix.ENOENT):
+		default:
+			return fmt.Errorf("mount point %s: %w", at, err)
+		}
+		if err == nil || mode == unix.S_IFLNK {
+			n, merr := moveAside(cur, name)
+			if merr != nil {
+				return fmt.Errorf("mount point %s: move aside what is in the way: %w", at, merr)
 			}
-		} else if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ELOOP) {
-			return fmt.Errorf("mount point /%s: %w", strings.Join(parts[:i+1], "/"), err)
-		} else if errors.Is(err, unix.ELOOP) {
-			if uerr := unix.Unlinkat(cur, name, 0); uerr != nil {
-				return fmt.Errorf("mount point /%s: remove symlink: %w", strings.Join(parts[:i+1], "/"), uerr)
+			if moved != nil {
+				moved(movedAside{Path: at, N: n, Mode: mode, Dir: wantDir})
 			}
 		}
 		if wantDir {
 			if err := unix.Mkdirat(cur, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-				return fmt.Errorf("mkdir /%s: %w", strings.Join(parts[:i+1], "/"), err)
+				return fmt.Errorf("mkdir %s: %w", at, err)
 			}
 		} else {
 			fd, err := unix.Openat(cur, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
 			if err != nil {
-				return fmt.Errorf("create /%s: %w", strings.Join(parts[:i+1], "/"), err)
+				return fmt.Errorf("create %s: %w", at, err)
 			}
 			unix.Close(fd)
 		}
-		next, err = unix.Openat2(cur, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH})
+		next, err = unix.Openat2(cur, name, how)
 		if err != nil {
-			return fmt.Errorf("open /%s: %w", strings.Join(parts[:i+1], "/"), err)
+			return fmt.Errorf("open %s: %w", at, err)
 		}
 		unix.Close(cur)
 		cur = next
 	}
 	return nil
+}
+
+// moveAside renames name in the directory dirfd to the first free
+// name+movedSuffix+N, and returns N. The rename never replaces anything;
+// where the filesystem cannot promise that (RENAME_NOREPLACE: EINVAL, as
+// on NFS), a name that does not exist is renamed onto, and a command
+// racing to make it loses at worst what it made.
+func moveAside(dirfd int, name string) (int, error) {
+	for n := 1; n <= maxMoved; n++ {
+		to := name + movedSuffix + strconv.Itoa(n)
+		err := unix.Renameat2(dirfd, name, dirfd, to, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EINVAL) {
+			var st unix.Stat_t
+			if serr := unix.Fstatat(dirfd, to, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(serr, unix.ENOENT) {
+				err = unix.Renameat2(dirfd, name, dirfd, to, 0)
+			} else {
+				err = unix.EEXIST
+			}
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			return n, err
+		}
+	}
+	return 0, unix.EEXIST
 }
 
 // buildProc replaces the host's /proc with one for the new pid namespace.
@@ -410,7 +478,7 @@ func buildProc() error {
 // written the one sysctl the sandbox sets (its pid namespace's pid_max).
 func readOnlyProc() error {
 	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger"} {
-		exists, dir, _ := hostFS{}.Lstat(p)
+		exists, _, _ := hostFS{}.Lstat(p)
 		if !exists {
 			if p == "/proc/sys" {
 				return &SetupError{Op: "bind " + p + " read-only", Err: "no such directory"}
@@ -421,7 +489,7 @@ func readOnlyProc() error {
 		if err != nil {
 			return setupError("bind "+p+" read-only", err)
 		}
-		err = attach(tree, p, dir, false)
+		err = attach(tree, p)
 		unix.Close(tree)
 		if err != nil {
 			return setupError("bind "+p+" read-only", err)
@@ -440,7 +508,7 @@ func buildDev(tmpBytes int64) error {
 		return setupError("tmpfs /dev", err)
 	}
 	defer unix.Close(mfd)
-	if err := attach(mfd, dev, true, false); err != nil {
+	if err := attach(mfd, dev); err != nil {
 		return setupError("mount tmpfs /dev", err)
 	}
 	for _, d := range devices {
@@ -456,7 +524,7 @@ func buildDev(tmpBytes int64) error {
 		if err != nil {
 			return setupError("bind /dev/"+d, err)
 		}
-		err = attach(tree, dev+"/"+d, false, false)
+		err = attach(tree, dev+"/"+d)
 		unix.Close(tree)
 		if err != nil {
 			return setupError("bind /dev/"+d, err)
@@ -474,7 +542,7 @@ func buildDev(tmpBytes int64) error {
 	if err != nil {
 		return setupError("tmpfs /dev/shm", err)
 	}
-	err = attach(shm, dev+"/shm", true, false)
+	err = attach(shm, dev+"/shm")
 	unix.Close(shm)
 	if err != nil {
 		return setupError("mount tmpfs /dev/shm", err)

@@ -185,6 +185,35 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		return best
 	}
 
+	// The server's state directory (every workspace's private home, the
+	// git guard's journal) is hidden wherever a command would see it: in
+	// a --read-only home, where XDG_CACHE_HOME lies outside the home, and
+	// where another mount shows it; but where a grant names it. The
+	// call's own private home is bound at the home's path from the host's
+	// tree, which this does not cover.
+	if sd := p.StateDir; sd != "" && !shown[sd] {
+		visible := func(path string) bool {
+			r := inRegion(path)
+			return r == nil || !r.hidden
+		}
+		if exists, dir, _ := fsys.Lstat(sd); exists && dir && visible(sd) {
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: sd, Dir: true, Mode: 0o755})
+			regions = append(regions, region{sd, true})
+		}
+		for _, a := range aliases[sd] {
+			if aliasSeen[a.Path] || shown[a.Path] || !visible(a.Path) {
+				continue
+			}
+			aliasSeen[a.Path] = true
+			if _, dir, _ := fsys.Lstat(a.Path); !dir {
+				sp.ops = append(sp.ops, mountOp{Kind: opMask, Path: a.Path})
+				continue
+			}
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: a.Path, Dir: true, Mode: 0o755})
+			regions = append(regions, region{a.Path, true})
+		}
+	}
+
 	// Grants: writable ones always need a bind; read-only ones only where
 	// the host view does not already show them (a hidden tree) or where they
 	// sit inside a writable root (a carve-out, planned per call).
@@ -248,19 +277,36 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		}
 	}
 	// A mount point inside a tree the sandbox owns (a tmpfs it made, the
-	// private home) may be created; anywhere else it must exist.
+	// private home) may be made, and what is in the way there moved
+	// aside; anywhere else it must exist. Owned is the tree of the mount
+	// right above it: a host tree shown again inside a tmpfs (the
+	// workspace in /tmp) is the user's.
 	for i := range sp.ops {
-		op := &sp.ops[i]
-		for _, o := range sp.ops {
-			owned := o.Kind == opTmpfs || o.Kind == opHide || o.Kind == opBindRW && p.PrivateHome != "" && o.Src == p.PrivateHome
-			if owned && o.Path != op.Path && policy.Within(op.Path, o.Path) {
-				op.Make = true
-			}
-		}
+		sp.ops[i].Make = ownedAbove(p, sp.ops, sp.ops[i].Path)
 	}
 	sortOps(sp.ops)
 	sp.seen = fsys.answers
 	return sp
+}
+
+// ownedAbove reports whether the mount of ops right above path (the
+// deepest one strictly above it, the last mounted of those at one path) is
+// a tree the sandbox owns: a tmpfs it made, or the private home.
+func ownedAbove(p *policy.Policy, ops []mountOp, path string) bool {
+	var above *mountOp
+	for i := range ops {
+		o := &ops[i]
+		if o.Kind == opMask || o.Path == path || !policy.Within(path, o.Path) {
+			continue
+		}
+		if above == nil || len(o.Path) > len(above.Path) || o.Path == above.Path && o.Kind > above.Kind {
+			above = o
+		}
+	}
+	if above == nil {
+		return false
+	}
+	return above.Kind == opTmpfs || above.Kind == opHide || above.Kind == opBindRW && p.PrivateHome != "" && above.Src == p.PrivateHome
 }
 
 // current returns sp, or a new plan if the host no longer answers what sp
@@ -348,8 +394,8 @@ func (r *recordFS) Aliases(paths []string) map[string][]alias {
 }
 
 // findAliases asks fsys, if it can tell, where else the trees and files
-// the plan hides show: the private directories, the home, and every
-// credential and system secret.
+// the plan hides show: the private directories, the home, every
+// credential and system secret, and the server's state.
 func findAliases(p *policy.Policy, fsys fsInfo) map[string][]alias {
 	af, ok := fsys.(aliasFinder)
 	if !ok {
@@ -365,6 +411,9 @@ func findAliases(p *policy.Policy, fsys fsInfo) map[string][]alias {
 		}
 	}
 	paths = append(paths, policy.SystemSecrets...)
+	if p.StateDir != "" {
+		paths = append(paths, p.StateDir)
+	}
 	return af.Aliases(paths)
 }
 
@@ -457,13 +506,32 @@ func planCall(p *policy.Policy, sp staticPlan, git []mountOp, fsys fsInfo) []mou
 		for d := filepath.Dir(c.Path); d != root && policy.Within(d, root); d = filepath.Dir(d) {
 			if !pinned[d] {
 				pinned[d] = true
-				ops = append(ops, mountOp{Kind: opPin, Path: d, Dir: true})
+				ops = append(ops, mountOp{Kind: opPin, Path: d, Dir: true, Make: makesBelow(p, sp.ops, d)})
 			}
 		}
 		ops = append(ops, c)
 	}
 	sortOps(ops)
 	return ops
+}
+
+// makesBelow reports whether a pin at d is made where it is missing: in a
+// tree the sandbox owns (the private home), above a mount point the
+// helper makes (a grant of the home). On the first call of a fresh
+// private home nothing is there yet, and a pin skipped as gone would let
+// that call's command move the directory away and leave the wrong type
+// where the grant's mount point goes. Pins above git's carve-outs, whose
+// own mount points are never made, are not made either.
+func makesBelow(p *policy.Policy, static []mountOp, d string) bool {
+	if !ownedAbove(p, static, d) {
+		return false
+	}
+	for _, o := range static {
+		if o.Make && o.Path != d && policy.Within(o.Path, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // rootAbove returns the deepest writable root strictly above path, or "".

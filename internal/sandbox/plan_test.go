@@ -236,7 +236,7 @@ func TestPlanCallMasksLaterCredentials(t *testing.T) {
 	want := []string{
 		"hide /mnt/cfg/gh",
 		"hide /home/new/.aws",
-		"hide /home/u/.config/gh (make)",
+		"hide /home/u/.config/gh", // in the host's tree, shown again: never made
 	}
 	if diff := cmp.Diff(want, masks(planCall(p, *now, nil, fs))); diff != "" {
 		t.Errorf("masks after credentials appeared (-want +got):\n%s", diff)
@@ -254,5 +254,118 @@ func TestPlanCallMasksLaterCredentials(t *testing.T) {
 	want = []string{"hide /home/new/.aws"}
 	if diff := cmp.Diff(want, masks(planCall(p, *now.current(p, fs), nil, fs))); diff != "" {
 		t.Errorf("masks after a credential went (-want +got):\n%s", diff)
+	}
+}
+
+// TestPlanStaticHidesStateDir: the server's state directory, which holds
+// every workspace's private home, is hidden wherever a command would see
+// it (a --read-only home, a cache outside the home, another mount of it),
+// and nowhere it is hidden already; a grant that names it shows it.
+func TestPlanStaticHidesStateDir(t *testing.T) {
+	fs := aliasFS{
+		fakeFS: newFakeFS("/tmp/", "/home/u/proj/", "/home/u/.cache/nanosandbox-mcp/homes/proj-1/",
+			"/srv/cache/nanosandbox-mcp/homes/proj-1/", "/mnt/state/", "/mnt/one/"),
+		aliases: map[string][]alias{
+			"/srv/cache/nanosandbox-mcp": {{Path: "/mnt/state"}, {Path: "/mnt/one", Part: true}},
+		},
+	}
+	ws := policy.Grant{Path: "/home/u/proj", Writable: true, Dir: true}
+	for _, tt := range []struct {
+		name string
+		p    policy.Policy
+		want []string
+	}{
+		{"in the hidden home", policy.Policy{Home: "/home/u", PrivateHome: "/home/u/.cache/nanosandbox-mcp/homes/proj-1",
+			StateDir: "/home/u/.cache/nanosandbox-mcp", Grants: []policy.Grant{ws}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u <- /home/u/.cache/nanosandbox-mcp/homes/proj-1", "bind-rw /home/u/proj (make)"}},
+		{"in a read-only home", policy.Policy{Home: "/home/u", HomeGranted: true,
+			StateDir: "/home/u/.cache/nanosandbox-mcp", Grants: []policy.Grant{ws, {Path: "/home/u", Dir: true}}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u/proj", "hide /home/u/.cache/nanosandbox-mcp"}},
+		{"outside the home, with its other mounts", policy.Policy{Home: "/home/u", PrivateHome: "/srv/cache/nanosandbox-mcp/homes/proj-1",
+			StateDir: "/srv/cache/nanosandbox-mcp", Grants: []policy.Grant{ws}},
+			[]string{"tmpfs /tmp", "hide /mnt/state", "hide /mnt/one", "bind-rw /home/u <- /srv/cache/nanosandbox-mcp/homes/proj-1",
+				"hide /srv/cache/nanosandbox-mcp", "bind-rw /home/u/proj (make)"}},
+		{"named by a grant", policy.Policy{Home: "/home/u", PrivateHome: "/srv/cache/nanosandbox-mcp/homes/proj-1",
+			StateDir: "/srv/cache/nanosandbox-mcp", Grants: []policy.Grant{ws, {Path: "/srv/cache/nanosandbox-mcp", Dir: true}}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u <- /srv/cache/nanosandbox-mcp/homes/proj-1", "bind-rw /home/u/proj (make)"}},
+		{"not made yet", policy.Policy{Home: "/home/u", HomeGranted: true,
+			StateDir: "/home/u/.cache/none", Grants: []policy.Grant{ws, {Path: "/home/u", Dir: true}}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u/proj"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.p.Workspace = ws.Path
+			if diff := cmp.Diff(tt.want, opStrings(planStatic(&tt.p, fs).ops)); diff != "" {
+				t.Errorf("ops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlanStaticMakesOnlyInOwnedTrees: a mount point is made only where
+// the mount right above it is the sandbox's (a tmpfs, the private home),
+// never inside a host tree shown again there, which is the user's.
+func TestPlanStaticMakesOnlyInOwnedTrees(t *testing.T) {
+	p := &policy.Policy{
+		Workspace:   "/tmp/ws",
+		Home:        "/home/u",
+		PrivateHome: "/state/homes/ws-1",
+		Grants: []policy.Grant{
+			{Path: "/tmp/ws", Writable: true, Dir: true},
+			{Path: "/tmp/ws/out/deep", Writable: true, Dir: true},
+			{Path: "/home/u/.cargo/bin", Dir: true, Flag: "home tools"},
+		},
+	}
+	fs := newFakeFS("/tmp/ws/out/deep/", "/home/u/.cargo/bin/")
+	want := []string{
+		"tmpfs /tmp",
+		"bind-rw /home/u <- /state/homes/ws-1",
+		"bind-rw /tmp/ws (make)",
+		"bind-ro /home/u/.cargo/bin (make)",
+		"bind-rw /tmp/ws/out/deep",
+	}
+	if diff := cmp.Diff(want, opStrings(planStatic(p, fs).ops)); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+}
+
+// TestPlanCallMakesPinsInPrivateHome: the pins above a grant's mount point
+// in the private home are made where missing (the first call of a fresh
+// private home has nothing there yet), and only those: not pins above
+// git's carve-outs, nor anything in the user's own trees, where a mount
+// point is never made (a --writable path shown inside the workspace in a
+// tmpfs).
+func TestPlanCallMakesPinsInPrivateHome(t *testing.T) {
+	p := &policy.Policy{
+		Workspace:   "/tmp/ws",
+		Home:        "/home/u",
+		PrivateHome: "/state/homes/ws-1",
+		Grants: []policy.Grant{
+			{Path: "/tmp/ws", Writable: true, Dir: true},
+			{Path: "/tmp/ws/out/deep", Writable: true, Dir: true},
+			{Path: "/home/u/.cargo/bin", Dir: true, Flag: "home tools"},
+			{Path: "/home/u/.config/tool/config", Flag: "--read-only"},
+		},
+	}
+	fs := newFakeFS("/tmp/ws/out/deep/", "/home/u/.cargo/bin/", "/home/u/.config/tool/config", "/home/u/proj/.git/config")
+	sp := planStatic(p, fs)
+	git := gitOps([]gitguard.Protection{{Path: "/home/u/proj/.git/config"}})
+	want := []string{
+		"tmpfs /tmp",
+		"bind-rw /home/u <- /state/homes/ws-1",
+		"bind-rw /tmp/ws (make)",
+		"pin /home/u/.cargo (make)",
+		"pin /home/u/.config (make)",
+		"pin /home/u/proj",
+		"bind-ro /home/u/.cargo/bin (make)",
+		"bind-rw /tmp/ws/out/deep",
+		"pin /home/u/.config/tool (make)",
+		"pin /home/u/proj/.git",
+		"protect /home/u/.cargo/bin",
+		"bind-ro /home/u/.config/tool/config (make)",
+		"protect /home/u/.config/tool/config",
+		"protect /home/u/proj/.git/config",
+	}
+	if diff := cmp.Diff(want, opStrings(planCall(p, sp, git, fs))); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
 	}
 }

@@ -83,7 +83,10 @@ type report struct {
 	// Ready says the exec stage has applied every restriction and is about
 	// to run the command (or, for a probe, to exit 0): an exit reported
 	// without it is the exec stage's, not the command's.
-	Ready bool        `json:"ready,omitempty"`
+	Ready bool `json:"ready,omitempty"`
+	// Moved says what the helper moved out of the way of a mount point
+	// it made (makeMountPoint), one report each.
+	Moved *movedAside `json:"moved,omitempty"`
 	Setup *SetupError `json:"setup,omitempty"`
 	Start *StartError `json:"start,omitempty"`
 	Exit  *exitReport `json:"exit,omitempty"`

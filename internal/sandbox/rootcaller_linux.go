@@ -373,7 +373,7 @@ func attachIdmapped() error {
 	}
 	for i, p := range paths {
 		fd := idmapFD + i
-		err := attach(fd, oldRoot+p, false, false)
+		err := attach(fd, oldRoot+p)
 		unix.Close(fd)
 		if err != nil {
 			return setupError("idmapped mount "+p, err)

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -321,6 +324,15 @@ func (s *linuxSandbox) helperFor(ctx context.Context, c *Command, raw []byte, cc
 // the helper exited (waitErr); or returns why the command did not run.
 func (s *linuxSandbox) outcome(res Result, rs []report, cgo cgroupOutcome, waitErr error) (Result, error) {
 	for _, r := range rs {
+		if r.Moved != nil {
+			// Said to the model, and logged for the user, who finds it
+			// in the private home (a start's dry run has no model).
+			note := r.Moved.words()
+			slog.Warn("sandbox: " + note + s.onHost(r.Moved.to()))
+			res.Notes = append(res.Notes, note)
+		}
+	}
+	for _, r := range rs {
 		switch {
 		case r.Setup != nil:
 			if why, fix := noCapabilities(r.Setup); why != "" {
@@ -411,4 +423,47 @@ func describeExit(err error) string {
 		msg += ": " + why
 	}
 	return msg
+}
+
+// words says what m was, where it went and why, as the command sees it.
+func (m movedAside) words() string {
+	want := "a file"
+	if m.Dir {
+		want = "a directory"
+	}
+	return fmt.Sprintf("moved aside: %s was %s where the sandbox mounts %s; it is now %s (nothing was removed)",
+		m.Path, fileKind(m.Mode), want, m.to())
+}
+
+// to is where m went.
+func (m movedAside) to() string { return m.Path + movedSuffix + strconv.Itoa(m.N) }
+
+// fileKind names a file type (the S_IFMT bits of a mode).
+func fileKind(mode uint32) string {
+	switch mode {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFREG:
+		return "a file"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "a device"
+	}
+	return "something of an unknown type"
+}
+
+// onHost says where path, as a command sees it, is on the host when it is
+// in the private home; else "".
+func (s *linuxSandbox) onHost(path string) string {
+	p := s.pol
+	if p.PrivateHome == "" || !policy.Within(path, p.Home) {
+		return ""
+	}
+	rel, _ := filepath.Rel(p.Home, path)
+	return " (on the host: " + filepath.Join(p.PrivateHome, rel) + ")"
 }

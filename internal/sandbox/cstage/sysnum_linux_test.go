@@ -41,7 +41,7 @@ func TestSystemCallNumbers(t *testing.T) {
 		"exit_group": unix.SYS_EXIT_GROUP, "openat": unix.SYS_OPENAT, "mkdirat": unix.SYS_MKDIRAT,
 		"unlinkat": unix.SYS_UNLINKAT, "symlinkat": unix.SYS_SYMLINKAT, "dup3": unix.SYS_DUP3,
 		"pipe2": unix.SYS_PIPE2, "prlimit64": unix.SYS_PRLIMIT64, "seccomp": unix.SYS_SECCOMP,
-		"execveat": unix.SYS_EXECVEAT, "statx": unix.SYS_STATX,
+		"execveat": unix.SYS_EXECVEAT, "statx": unix.SYS_STATX, "renameat2": unix.SYS_RENAMEAT2,
 		"open_tree": unix.SYS_OPEN_TREE, "move_mount": unix.SYS_MOVE_MOUNT, "fsopen": unix.SYS_FSOPEN,
 		"fsconfig": unix.SYS_FSCONFIG, "fsmount": unix.SYS_FSMOUNT, "close_range": unix.SYS_CLOSE_RANGE,
 		"openat2": unix.SYS_OPENAT2, "faccessat2": unix.SYS_FACCESSAT2, "mount_setattr": unix.SYS_MOUNT_SETATTR,

@@ -26,7 +26,7 @@
 // after its exit report, 255 after a setup report (or silently when the
 // block never came: the server ended first).
 
-#define NSB_HELPER_PROTOCOL 2
+#define NSB_HELPER_PROTOCOL 3
 
 #include "sys.h"
 
@@ -104,16 +104,20 @@ enum {
 	F_RECURSIVE = 1,    // OP_BIND: the whole tree (AT_RECURSIVE)
 	F_MISSING_OK = 2,   // a path that is gone (ENOENT) skips the op
 	F_ANY_ERROR_OK = 4, // any failure skips the op (the copied /proc and /dev, perhaps no mounts)
-	// OP_BIND and OP_TMPFS: a missing mount point is made (makeMountPoint
-	// in mount_linux.go), below the root named by e, which the target
-	// starts with; a directory with F_DIR, else an empty file.
+	// OP_BIND and OP_TMPFS: the mount point is made, before anything is
+	// opened, with what is in the way moved aside (makeMountPoint in
+	// mount_linux.go), below the root named by e, which the target starts
+	// with; a directory with F_DIR, else an empty file.
 	F_MAKE = 8,
 	F_DIR = 16,
 };
 
 // ---- Reports ----
 
-enum { K_SETUP = 2, K_TOOK = 5, K_EXIT = 6 };
+// K_MOVED: what make_point moved out of the way of a mount point: v[0] the
+// number of path components to it, v[1] its N, v[2] its type (S_IFMT bits,
+// 0 unknown), v[3] whether a directory belongs there.
+enum { K_SETUP = 2, K_TOOK = 5, K_EXIT = 6, K_MOVED = 7 };
 // The step of an op that failed (a setup report's v[0]).
 enum {
 	S_CALL = 1, S_OPEN_SRC, S_OPEN_TREE, S_SETATTR, S_OPEN_TARGET, S_MOVE_MOUNT,
@@ -273,10 +277,55 @@ static int op_error(u64 i, struct op *o, u64 step, s64 r)
 
 enum { RESOLVE_BENEATH = 8 };
 
-// make_point makes the mount point target, and any missing directory above
-// it, below root (makeMountPoint in mount_linux.go). It is only asked to in
-// trees the sandbox owns (its tmpfs, the private home), where a symlink or
-// a file in the way was left by an earlier command, and is replaced.
+// MOVED_SUFFIX and MAX_MOVED name what is moved aside: NAME becomes
+// NAME.nanosandbox-moved-N, for the first N from 1 to MAX_MOVED that is
+// free (movedSuffix and maxMoved in mount_linux.go).
+#define MOVED_SUFFIX ".nanosandbox-moved-"
+#define MAX_MOVED 1000
+
+// move_aside renames name in the directory dir to the first free
+// name MOVED_SUFFIX N, and returns N, or -errno (moveAside in
+// mount_linux.go). The rename never replaces anything; where the
+// filesystem cannot promise that (RENAME_NOREPLACE: EINVAL, as on NFS), a
+// name that does not exist is renamed onto.
+static s64 move_aside(s64 dir, const char *name)
+{
+	char to[256 + 32];
+	u64 len = 0;
+	while (name[len]) {
+		to[len] = name[len];
+		len++;
+	}
+	const char suffix[] = MOVED_SUFFIX;
+	memcpy(to + len, suffix, sizeof suffix - 1);
+	u64 base = len + sizeof suffix - 1;
+	for (u64 n = 1; n <= MAX_MOVED; n++) {
+		char digits[20];
+		u64 k = 0;
+		for (u64 v = n; v; v /= 10)
+			digits[k++] = (char)('0' + v % 10);
+		for (u64 d = 0; d < k; d++)
+			to[base + d] = digits[k - 1 - d];
+		to[base + k] = 0;
+		s64 r = sys5(SYS_renameat2, dir, name, dir, to, RENAME_NOREPLACE);
+		if (errno_of(r) == EINVAL) {
+			struct statx st;
+			s64 s = sys5(SYS_statx, dir, to, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &st);
+			r = errno_of(s) == ENOENT ? sys5(SYS_renameat2, dir, name, dir, to, 0) : -EEXIST;
+		}
+		if (errno_of(r) != EEXIST)
+			return r < 0 ? r : (s64)n;
+	}
+	return -EEXIST;
+}
+
+// make_point makes sure the mount point target, below root, is a
+// directory (F_DIR) or else a regular file, and every component above it a
+// directory, creating what is missing (makeMountPoint in mount_linux.go).
+// It is only asked to in trees the sandbox owns (its tmpfs, the private
+// home), which commands write: whatever is in the way there, of any type,
+// an earlier command left, and it is moved aside (move_aside), never
+// removed and never followed, and reported.
 static void make_point(u64 i, struct op *o, const char *target)
 {
 	u32 c = (u32)o->code, n = (u32)i;
@@ -305,26 +354,32 @@ static void make_point(u64 i, struct op *o, const char *target)
 		name[len] = 0;
 		rel += len + (rel[len] == '/');
 		int want_dir = *rel != 0 || (o->flags & F_DIR);
+		u32 want = want_dir ? S_IFDIR : S_IFREG;
 		s64 next = sys4(SYS_openat2, cur, name, &how, sizeof how);
+		u32 type = 0;
+		int in_way = 0;
 		if (next >= 0) {
 			struct statx st;
-			s64 r = sys5(SYS_statx, next, "", AT_EMPTY_PATH, STATX_TYPE, &st);
-			u32 type = st.mode & S_IFMT;
-			if (r == 0 && (type == S_IFDIR) == want_dir && type != S_IFLNK) {
+			if (sys5(SYS_statx, next, "", AT_EMPTY_PATH, STATX_TYPE, &st) == 0)
+				type = st.mode & S_IFMT;
+			if (type == want) {
 				sys1(SYS_close, cur);
 				cur = next;
 				continue;
 			}
 			sys1(SYS_close, next);
-			// Something else is in the way: replace it.
-			if ((r = sys3(SYS_unlinkat, cur, name, 0)) < 0)
-				fail_at(c, n, errno_of(r), S_MAKE_REMOVE, part);
+			in_way = 1;
 		} else if (errno_of(next) == ELOOP) {
-			s64 r = sys3(SYS_unlinkat, cur, name, 0);
-			if (r < 0)
-				fail_at(c, n, errno_of(r), S_MAKE_REMOVE, part);
+			type = S_IFLNK;
+			in_way = 1;
 		} else if (errno_of(next) != ENOENT) {
 			fail_at(c, n, errno_of(next), S_MAKE_OPEN, part);
+		}
+		if (in_way) {
+			s64 m = move_aside(cur, name);
+			if (m < 0)
+				fail_at(c, n, errno_of(m), S_MAKE_REMOVE, part);
+			put(K_MOVED, c, n + (u32)op_base, 0, part, (u64)m, type, (u64)want_dir);
 		}
 		if (want_dir) {
 			s64 r = sys3(SYS_mkdirat, cur, name, 0755);
@@ -345,15 +400,10 @@ static void make_point(u64 i, struct op *o, const char *target)
 	sys1(SYS_close, cur);
 }
 
-// move_onto moves the detached tree onto target (attach in mount_linux.go),
-// making the mount point first where the op allows it.
+// move_onto moves the detached tree onto target (attach in mount_linux.go).
 static int move_onto(u64 i, struct op *o, s64 tree, const char *target)
 {
 	s64 t = open_nofollow(target, 0);
-	if (t < 0 && (o->flags & F_MAKE)) {
-		make_point(i, o, target);
-		t = open_nofollow(target, 0);
-	}
 	if (t < 0)
 		return op_error(i, o, S_OPEN_TARGET, t);
 	s64 r = sys5(SYS_move_mount, tree, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
@@ -365,6 +415,9 @@ static int move_onto(u64 i, struct op *o, s64 tree, const char *target)
 
 static void op_bind(u64 i, struct op *o)
 {
+	// The mount point first: a pin's source is its own mount point.
+	if (o->flags & F_MAKE)
+		make_point(i, o, string(o->b));
 	int rec = (o->flags & F_RECURSIVE) != 0;
 	s64 src = open_nofollow(string(o->a), 0);
 	if (src < 0) {
@@ -418,6 +471,8 @@ static void op_tmpfs(u64 i, struct op *o)
 	u32 c = (u32)o->code, n = (u32)i;
 	if (o->slot >= MAX_SLOTS)
 		refuse(B_OP);
+	if (o->flags & F_MAKE)
+		make_point(i, o, string(o->c));
 	s64 fs = sys2(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		fail(c, n, errno_of(fs), S_FSOPEN);

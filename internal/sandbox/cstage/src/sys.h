@@ -25,7 +25,7 @@ enum {
 	SYS_pivot_root = 155, SYS_prctl = 157, SYS_mount = 165, SYS_umount2 = 166,
 	SYS_getdents64 = 217, SYS_clock_gettime = 228, SYS_exit_group = 231, SYS_openat = 257, SYS_mkdirat = 258,
 	SYS_unlinkat = 263, SYS_symlinkat = 266, SYS_dup3 = 292, SYS_pipe2 = 293,
-	SYS_prlimit64 = 302, SYS_seccomp = 317, SYS_execveat = 322, SYS_statx = 332,
+	SYS_prlimit64 = 302, SYS_renameat2 = 316, SYS_seccomp = 317, SYS_execveat = 322, SYS_statx = 332,
 };
 #define O_NOFOLLOW 0400000
 #define O_DIRECTORY 0200000
@@ -58,7 +58,7 @@ enum {
 	SYS_rt_sigprocmask = 135, SYS_rt_sigtimedwait = 137, SYS_prctl = 167,
 	SYS_getpid = 172, SYS_getuid = 174, SYS_socket = 198, SYS_bind = 200,
 	SYS_listen = 201, SYS_sendmsg = 211, SYS_clone = 220, SYS_execve = 221,
-	SYS_mmap = 222, SYS_wait4 = 260, SYS_prlimit64 = 261, SYS_seccomp = 277,
+	SYS_mmap = 222, SYS_wait4 = 260, SYS_prlimit64 = 261, SYS_renameat2 = 276, SYS_seccomp = 277,
 	SYS_execveat = 281, SYS_statx = 291,
 };
 #define O_NOFOLLOW 0100000
@@ -105,12 +105,13 @@ static inline int errno_of(s64 r) { return r < 0 && r >= -4095 ? (int)-r : 0; }
 enum {
 	EPERM = 1, ENOENT = 2, EINTR = 4, EAGAIN = 11, EACCES = 13, ENOTDIR = 20,
 	EISDIR = 21, EINVAL = 22, ECHILD = 10, EPIPE = 32, EEXIST = 17, ELOOP = 40,
-	AT_FDCWD = -100, AT_EMPTY_PATH = 0x1000, AT_RECURSIVE = 0x8000,
+	AT_FDCWD = -100, AT_SYMLINK_NOFOLLOW = 0x100, AT_EMPTY_PATH = 0x1000, AT_RECURSIVE = 0x8000,
 	O_RDONLY = 0, O_WRONLY = 1, O_CREAT = 0100, O_EXCL = 0200, O_TRUNC = 01000,
 	O_PATH = 010000000, O_CLOEXEC = 02000000,
 	PROT_READ = 1, PROT_WRITE = 2, MAP_PRIVATE = 2, MAP_ANONYMOUS = 0x20,
 	STATX_TYPE = 1, STATX_MODE = 2, STATX_INO = 0x100, STATX_MNT_ID = 0x1000,
-	S_IFMT = 0170000, S_IFDIR = 0040000, S_IFLNK = 0120000,
+	S_IFMT = 0170000, S_IFDIR = 0040000, S_IFREG = 0100000, S_IFLNK = 0120000,
+	RENAME_NOREPLACE = 1,
 	F_SETFD = 2, FD_CLOEXEC = 1, F_SETFL = 4, O_NONBLOCK = 04000,
 	CLOSE_RANGE_CLOEXEC = 4,
 };
