@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"os/user"
@@ -211,6 +212,9 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 	pol, err := buildPolicy(f, command != nil)
 	if err != nil {
 		return fail(stderr, err)
+	}
+	if err := writeGitSettings(pol); err != nil {
+		slog.Warn("your global git settings were not carried into the private home: " + err.Error())
 	}
 	audit, closeAudit, err := openAudit(f.logFile, pol)
 	if err != nil {

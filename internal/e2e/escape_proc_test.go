@@ -123,8 +123,10 @@ func TestEscapeEnvironment(t *testing.T) {
 	e := newEnv(t)
 	allowed := []string{"PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TERM", "USER", "LOGNAME", "PWD",
 		"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
-		// The sandbox's own: its proxy, and pip's retries of a refusal.
-		"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy", "PIP_RETRIES"}
+		// The sandbox's own: its proxy, pip's retries of a refusal, and
+		// update checks that would need the network off.
+		"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy", "PIP_RETRIES",
+		"PIP_DISABLE_PIP_VERSION_CHECK", "npm_config_update_notifier", "NO_UPDATE_NOTIFIER"}
 	checkNames := func(t *testing.T, env string) {
 		for _, line := range strings.Split(strings.TrimSpace(env), "\n") {
 			name, _, _ := strings.Cut(line, "=")

@@ -190,10 +190,11 @@ func (e *refusedError) Error() string { return e.Dest + ": " + e.Why }
 // refuse records a refusal of host on port and returns it as an error.
 func (p *Proxy) refuse(host string, port int, why string) error {
 	r := Refusal{Dest: joinHostPort(host, port), Why: why, Allow: host}
-	if port != 80 && port != 443 {
+	switch {
+	case port != 80 && port != 443:
 		r.Allow = r.Dest
-	} else if strings.Contains(host, ":") {
-		r.Allow = host
+	case port == 443 && policy.PresetFor(host) != "":
+		r.Allow = policy.PresetFor(host)
 	}
 	p.mu.Lock()
 	if p.refused == nil {

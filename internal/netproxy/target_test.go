@@ -198,3 +198,32 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// A refused host that a preset lists, on 443, is to be allowed with its
+// preset: git clone from github.com goes on to codeload.github.com.
+func TestRefusalNamesPreset(t *testing.T) {
+	p := &Proxy{}
+	for _, tt := range []struct {
+		host string
+		port int
+		want string
+	}{
+		{"github.com", 443, "@github"},
+		{"Registry.NPMjs.org.", 443, "@npm"},
+		{"github.com", 80, "github.com"},
+		{"example.com", 443, "example.com"},
+		{"pypi.org", 8443, "pypi.org:8443"},
+	} {
+		p.refuse(tt.host, tt.port, "not in --allow-net")
+		got := ""
+		refused, _ := p.Refused()
+		for _, r := range refused {
+			if r.Dest == joinHostPort(tt.host, tt.port) {
+				got = r.Allow
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%s:%d: got --allow-net %q, want %q", tt.host, tt.port, got, tt.want)
+		}
+	}
+}

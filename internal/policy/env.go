@@ -47,6 +47,12 @@ func buildEnv(o Options, p *Policy) ([]string, error) {
 		// pip retries a refused download five times, with backoff (8 s in
 		// all); once says the same at once. --env may set it otherwise.
 		env["PIP_RETRIES"] = "1"
+		// Update checks that run beside a command that needs no network
+		// (npm run, pip install of a local wheel) would leave a note
+		// asking the user for hosts nothing needed.
+		env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+		env["npm_config_update_notifier"] = "false"
+		env["NO_UPDATE_NOTIFIER"] = "1"
 	}
 	if o.GitName != "" {
 		env["GIT_AUTHOR_NAME"] = o.GitName

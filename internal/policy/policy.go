@@ -134,6 +134,12 @@ type Policy struct {
 	// none. Commands never see it: it holds every workspace's private
 	// home. (A writable grant that contains it is refused.)
 	StateDir string
+	// EnclosingRepo is the top of the work tree of a git repository that
+	// holds the workspace (the workspace is a package of a monorepo), when
+	// the workspace has no repository of its own and that repository's
+	// .git is not writable: git inside finds no repository it can use, or
+	// one it cannot write. Empty otherwise.
+	EnclosingRepo string
 	// privateHomeMade is set when this start created PrivateHome.
 	privateHomeMade bool
 	// HomeTools lists what of the hidden home is shown again, read-only,
@@ -336,6 +342,7 @@ func New(o Options) (*Policy, error) {
 			}
 		}
 	}
+	p.EnclosingRepo = enclosingRepo(p)
 
 	if o.GitIdentity != nil {
 		// Now that every path commands can write is known: the git
@@ -499,3 +506,26 @@ func (p *Policy) SandboxHome() string {
 // and HOME set. The proxy's variables are not in it: the sandbox adds them
 // ([ProxyEnv]), since it chooses where the proxy listens.
 func (p *Policy) Env() []string { return append([]string(nil), p.env...) }
+
+// enclosingRepo finds the nearest directory above the workspace that holds
+// a .git (of any kind), when the workspace holds none and no writable grant
+// covers that .git; "" otherwise.
+func enclosingRepo(p *Policy) string {
+	if _, err := os.Lstat(filepath.Join(p.Workspace, ".git")); err == nil {
+		return ""
+	}
+	for d := filepath.Dir(p.Workspace); ; d = filepath.Dir(d) {
+		dotgit := filepath.Join(d, ".git")
+		if _, err := os.Lstat(dotgit); err == nil {
+			for _, g := range p.Grants {
+				if g.Writable && Within(dotgit, g.Path) {
+					return ""
+				}
+			}
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
+}

@@ -216,12 +216,15 @@ func TestEnv(t *testing.T) {
 		"LANG=C.UTF-8",
 		"LC_ALL=C",
 		"LOGNAME=alice",
+		"NO_UPDATE_NOTIFIER=1",
 		"PATH=/only",
+		"PIP_DISABLE_PIP_VERSION_CHECK=1",
 		"PIP_RETRIES=1",
 		"PWD=" + root + "/home/proj",
 		"TERM=dumb",
 		"TMPDIR=/tmp",
 		"USER=alice",
+		"npm_config_update_notifier=false",
 	}
 	if diff := cmp.Diff(want, p.Env()); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)

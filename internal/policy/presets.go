@@ -1,5 +1,7 @@
 package policy
 
+import "strings"
+
 // presets are the groups of hosts --allow-net @NAME stands for: what agents
 // fetch most, each host on port 443 only, and none of them allowed to
 // resolve to a loopback, link-local or private address (Host.Internal).
@@ -38,6 +40,22 @@ func presetWhy(h Host) string {
 	for _, e := range presets[h.Preset] {
 		if e.host == h.Name {
 			return e.why
+		}
+	}
+	return ""
+}
+
+// PresetFor returns the preset ("@github") that lists host, on port 443,
+// or "" if none does: a host refused for not being allowed is best allowed
+// with its preset, which names the other hosts its tools go on to (git
+// clone from github.com fetches archives from codeload.github.com).
+func PresetFor(host string) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, name := range PresetNames() {
+		for _, e := range presets[name] {
+			if e.host == host {
+				return name
+			}
 		}
 	}
 	return ""

@@ -49,6 +49,7 @@ func (h *handler) denialNotes(stdout, stderr string, runErr error) []string {
 		}
 	}
 	add(gitRefusalNote(out))
+	add(enclosingRepoNote(h.pol.EnclosingRepo, out))
 	for _, p := range matches(readOnlyRe(), out) {
 		add(h.readOnlyNote(p))
 	}

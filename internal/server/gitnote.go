@@ -2,7 +2,9 @@ package server
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -13,13 +15,42 @@ import (
 // answer EROFS or EBUSY, macOS's Seatbelt EPERM.
 var gitRefused = lazyRegexp(`config file[^\n]*(Read-only file system|Device or resource busy|Operation not permitted)|\.git/(config|hooks|commondir)[^\n]*(Read-only file system|Device or resource busy|Operation not permitted)`)
 
+// gitSideEffect matches what git says it did, or could not do, after a
+// refused config write: branch tracking it reports as set up although it
+// was not saved, a submodule it could not register or update.
+var gitSideEffect = lazyRegexp(`(?m)set up to track|Failed to register url for submodule|could not set 'core\.worktree'|failed to initialize worktree config`)
+
 // gitRefusalNote explains such a failure in one line the model can act on,
 // or is "".
 func gitRefusalNote(output string) string {
 	if !gitRefused().MatchString(output) {
 		return ""
 	}
-	return "git: a repository's config and hooks are read-only inside the sandbox, because the user's own git runs what they say; ask the user to make this change outside the sandbox (or to allow it with --writable PATH when starting the server)"
+	note := "git: a repository's config and hooks are read-only inside the sandbox, because the user's own git runs what they say"
+	if m := gitSideEffect().FindString(output); m != "" {
+		switch {
+		case m == "set up to track":
+			note += "; the branch's upstream was not saved, whatever git printed: give it to git pull and git push each time (git push origin HEAD:BRANCH, git pull origin BRANCH)"
+		case strings.Contains(m, "submodule") || strings.Contains(m, "core.worktree"):
+			note += "; the submodule was not registered or updated, and stays at its old commit: do not commit it as it is"
+		default:
+			note += "; git could not record the change in the config, and did not make it"
+		}
+	}
+	return note + "; ask the user to make this change outside the sandbox (or to start the server with --writable on that repository's .git directory, which gives up its protection)"
+}
+
+// enclosingFailed matches git failing in a workspace that is a package of
+// a repository whose .git the sandbox does not let it use or write.
+var enclosingFailed = lazyRegexp(`not a git repository|detected dubious ownership|Unable to create '[^'\n]*/\.git/[^'\n]*\.lock'|/\.git/index\.lock'?: Read-only file system`)
+
+// enclosingRepoNote explains git failing in a workspace that a repository
+// at top holds, or is "".
+func enclosingRepoNote(top, output string) string {
+	if top == "" || !enclosingFailed().MatchString(output) {
+		return ""
+	}
+	return "git: the workspace is inside the repository at " + top + ", whose .git commands cannot use or write; for git to work here, ask the user to start the server with --read-only " + top + " --writable " + filepath.Join(top, ".git") + " (its config and hooks stay protected)"
 }
 
 // invalidUTF8 counts the bytes of s that are not UTF-8: JSON carries each

@@ -1,6 +1,9 @@
 package server
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestGitRefusalNote(t *testing.T) {
 	for _, tt := range []struct {
@@ -33,6 +36,46 @@ func TestInvalidUTF8(t *testing.T) {
 	} {
 		if got := invalidUTF8(tt.in); got != tt.want {
 			t.Errorf("%q: got %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+// After a refused config write, git may say it did what it did not: the
+// note says what was not done, and what to do instead.
+func TestGitRefusalNoteSideEffects(t *testing.T) {
+	const refused = "error: could not write config file /w/.git/config: Device or resource busy\n"
+	for _, tt := range []struct {
+		out, want string
+	}{
+		{refused + "branch 'feature' set up to track 'origin/feature'.", "the branch's upstream was not saved, whatever git printed: give it to git pull and git push each time"},
+		{refused + "fatal: Failed to register url for submodule path 'lib'", "the submodule was not registered or updated"},
+		{"error: could not lock config file /w/.git/modules/lib/config: Device or resource busy\nfatal: could not set 'core.worktree' to '../../../lib'", "stays at its old commit: do not commit it as it is"},
+		{refused + "error: failed to initialize worktree config", "git could not record the change in the config, and did not make it"},
+		{refused, "; ask the user to make this change outside the sandbox (or to start the server with --writable on that repository's .git directory"},
+	} {
+		if got := gitRefusalNote(tt.out); !strings.Contains(got, tt.want) {
+			t.Errorf("%q: note %q, want it to hold %q", tt.out, got, tt.want)
+		}
+	}
+}
+
+func TestEnclosingRepoNote(t *testing.T) {
+	for _, tt := range []struct {
+		top, out string
+		note     bool
+	}{
+		{"/m", "fatal: not a git repository (or any of the parent directories): .git", true},
+		{"/m", "fatal: detected dubious ownership in repository at '/m'", true},
+		{"/m", "fatal: Unable to create '/m/.git/index.lock': Read-only file system", true},
+		{"", "fatal: not a git repository", false},
+		{"/m", "all good", false},
+	} {
+		got := enclosingRepoNote(tt.top, tt.out)
+		if (got != "") != tt.note {
+			t.Errorf("%q %q: note %q, want one: %v", tt.top, tt.out, got, tt.note)
+		}
+		if tt.note && !strings.Contains(got, "--read-only /m --writable /m/.git") {
+			t.Errorf("%q: note %q names no flags", tt.out, got)
 		}
 	}
 }
