@@ -158,9 +158,7 @@ func xdgConfig(home string) string {
 // git's default beside the XDG config).
 func gitSettingsFiles(settings []setting) (config, ignore []byte) {
 	var b bytes.Buffer
-	b.WriteString("# Written by nanosandbox-mcp at each start, from the settings of your global git\n" +
-		"# config that change how git treats a work tree; the rest of it stays hidden.\n" +
-		"# Changes here are lost at the next start: git config --global writes ~/.gitconfig.\n")
+	b.WriteString(settingsHeader)
 	home, _ := os.UserHomeDir()
 	excludes := ""
 	if xdg := xdgConfig(home); xdg != "" {
@@ -190,11 +188,23 @@ func gitSettingsFiles(settings []setting) (config, ignore []byte) {
 	}
 	if excludes != "" && filepath.IsAbs(excludes) {
 		if content, err := readSmall(excludes); err == nil {
-			ignore = content
+			ignore = append([]byte(ignoreHeader), content...)
 		}
+	}
+	if b.Len() == len(settingsHeader) {
+		return nil, ignore
 	}
 	return b.Bytes(), ignore
 }
+
+// The first lines of the files the server writes: what tells them from a
+// command's, which the server leaves alone.
+const (
+	settingsHeader = "# Written by nanosandbox-mcp at each start, from the settings of your global git\n" +
+		"# config that change how git treats a work tree; the rest of it stays hidden.\n" +
+		"# Changes here are lost at the next start: git config --global writes ~/.gitconfig.\n"
+	ignoreHeader = "# Written by nanosandbox-mcp at each start, from your global git ignore file.\n"
+)
 
 // quoteConfig writes a value or subsection as git reads it back: in
 // double quotes, with backslash, quote and newline escaped.
@@ -222,6 +232,16 @@ func writeGitSettings(p *policy.Policy) error {
 		return err
 	}
 	defer root.Close()
+	if config == nil && ignore == nil {
+		// Nothing to carry: what an earlier start wrote goes, and nothing
+		// else is touched.
+		for name, header := range map[string]string{".config/git/config": settingsHeader, ".config/git/ignore": ignoreHeader} {
+			if ours(root, name, header) {
+				root.Remove(name)
+			}
+		}
+		return nil
+	}
 	// What a command left in the way, not a directory (a file, a symlink
 	// that may lead out), is moved aside within the private home.
 	for _, d := range []string{".config", ".config/git"} {
@@ -236,15 +256,16 @@ func writeGitSettings(p *policy.Policy) error {
 	if err := root.MkdirAll(".config/git", 0o700); err != nil {
 		return err
 	}
-	if err := replaceIn(root, ".config/git/config", config); err != nil {
-		return err
-	}
-	if ignore != nil {
-		if err := replaceIn(root, ".config/git/ignore", ignore); err != nil {
-			return err
+	for name, content := range map[string][]byte{".config/git/config": config, ".config/git/ignore": ignore} {
+		header := map[string]string{".config/git/config": settingsHeader, ".config/git/ignore": ignoreHeader}[name]
+		switch {
+		case content != nil:
+			if err := replaceIn(root, name, content); err != nil {
+				return err
+			}
+		case ours(root, name, header):
+			root.Remove(name)
 		}
-	} else if err := root.Remove(".config/git/ignore"); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
 	}
 	// Without a ~/.gitconfig, git config --global would write the XDG file.
 	f, err := root.OpenFile(".gitconfig", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -255,6 +276,17 @@ func writeGitSettings(p *policy.Policy) error {
 		return nil
 	}
 	return err
+}
+
+// ours reports whether name in root is a regular file that begins with
+// header: one the server wrote.
+func ours(root *os.Root, name, header string) bool {
+	fi, err := root.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+		return false
+	}
+	b, err := root.ReadFile(name)
+	return err == nil && bytes.HasPrefix(b, []byte(header))
 }
 
 // replaceIn puts content at name in root, unless it holds it already.

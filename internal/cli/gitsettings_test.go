@@ -29,7 +29,7 @@ func TestGitSettingsFiles(t *testing.T) {
 		{"http", "", "extraheader", "Authorization: token"},
 		{"core", "", "pager", "less"},
 	})
-	if string(ignore) != ".env\n" {
+	if string(ignore) != ignoreHeader+".env\n" {
 		t.Errorf("ignore %q, want the user's excludes file", ignore)
 	}
 	f := filepath.Join(t.TempDir(), "config")

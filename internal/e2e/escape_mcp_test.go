@@ -251,9 +251,9 @@ func TestEscapeBinaryOutput(t *testing.T) {
 }
 
 // TestEscapeTerminalControls: output that holds terminal control sequences
-// (a clipboard write, a screen clear, a carriage return) reaches the text
-// block escaped and counted, never raw; the structured output keeps it as
-// printed.
+// (a clipboard write, a screen clear) reaches the text block escaped and
+// counted, never raw; a carriage return (progress lines, CRLF) stays; the
+// structured output keeps everything as printed.
 func TestEscapeTerminalControls(t *testing.T) {
 	e := newEnv(t)
 	s := e.serve()
@@ -262,13 +262,13 @@ func TestEscapeTerminalControls(t *testing.T) {
 		t.Fatalf("isError %v, %+v", res.IsError, out)
 	}
 	txt := text(res)
-	if i := strings.IndexAny(txt, "\x1b\x07\r"); i >= 0 {
+	if i := strings.IndexAny(txt, "\x1b\x07"); i >= 0 {
 		t.Errorf("a raw control character in the text block at %d: %q", i, txt)
 	}
 	for _, want := range []string{
-		`ok \x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\x0d` + "\n",
+		`ok \x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J` + "\r\n",
 		`\x1b[31mred` + "\n",
-		"\nnote: stdout held 4 control characters",
+		"\nnote: stdout held 3 control characters",
 		"\nnote: stderr held 1 control character",
 	} {
 		if !strings.Contains(txt, want) {

@@ -562,6 +562,8 @@ func TestLimitVerdict(t *testing.T) {
 		{"tasks below 90%", m, exited(1), 0, 44, "", 0, ""},
 		{"a full tmpfs on a timeout", m, nil, 0, 0, "/tmp", tmpLimit, "/tmp"},
 		{"memory at 75% after a failure", m, exited(1), 750, 0, "", memoryLimit, ""},
+		{"memory at half after a failure (a Go heap's arenas mapped ahead)", m, exited(2), 500, 0, "", memoryLimit, ""},
+		{"memory below half after a failure", m, exited(1), 499, 0, "", 0, ""},
 		{"memory at 75% after a success", m, exited(0), 750, 0, "", 0, ""},
 		{"nothing", m, exited(0), 10, 3, "", 0, ""},
 	} {

@@ -390,8 +390,13 @@ func limitVerdict(l policy.Limits, m Mechanisms, ws *unix.WaitStatus, maxRSS int
 	if m.Tmp != NoLimit && fullTmp != "" {
 		return &limitHit{Kind: tmpLimit, Mech: m.Tmp, Dir: fullTmp}
 	}
+	// RLIMIT_DATA counts what a process has mapped, not what it has
+	// touched: a Go or Node heap maps ahead in arenas (64 MiB for Go on
+	// amd64), so it fails its next mapping with its resident set well
+	// below the limit (a Go bomb under 256 MiB dies at 188 MiB, or lower
+	// by an arena). Half the limit, with an abnormal end, is the limit's.
 	abnormal := ws != nil && (ws.Signaled() || ws.Exited() && ws.ExitStatus() != 0)
-	if m.Memory == ByRlimit && abnormal && maxRSS*4 >= l.MemoryBytes*3 {
+	if m.Memory == ByRlimit && abnormal && maxRSS*2 >= l.MemoryBytes {
 		return &limitHit{Kind: memoryLimit, Mech: m.Memory}
 	}
 	return nil

@@ -9,23 +9,25 @@ import (
 // A command's output goes into the readable text block as it was printed,
 // but for the control characters a terminal acts on: ESC starts a sequence
 // that can clear the screen, retitle the window or, with OSC 52, write the
-// clipboard of a client that prints results to a terminal, and BEL, CR,
+// clipboard of a client that prints results to a terminal, and BEL,
 // backspace and the rest redraw what a person reads. The text block shows
 // each as a visible escape; structuredContent's stdout and stderr keep the
-// bytes as captured.
+// bytes as captured. A carriage return stays as it is: every progress
+// line (git, npm, pip, curl) and every CRLF line ending holds one, and it
+// moves the cursor only to the start of its own line.
 
 // isControl reports whether r is a control character the text block shows
-// escaped: C0 but newline and tab, DEL, and C1.
+// escaped: C0 but newline, tab and carriage return, DEL, and C1.
 func isControl(r rune) bool {
-	return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r <= 0x9f
+	return r < 0x20 && r != '\n' && r != '\t' && r != '\r' || r == 0x7f || r >= 0x80 && r <= 0x9f
 }
 
 // escapeControls returns s with each control character (isControl) as
-// \xNN (C0 and DEL) or \u00NN (C1), and, if newlines is set, newlines and
-// tabs too. Bytes that are not UTF-8 are left as they are (JSON makes each
+// \xNN (C0 and DEL) or \u00NN (C1), and, if newlines is set, newlines,
+// tabs and carriage returns too. Bytes that are not UTF-8 are left as they are (JSON makes each
 // U+FFFD, and binaryNote counts them).
 func escapeControls(s string, newlines bool) string {
-	escaped := func(r rune) bool { return isControl(r) || newlines && (r == '\n' || r == '\t') }
+	escaped := func(r rune) bool { return isControl(r) || newlines && (r == '\n' || r == '\t' || r == '\r') }
 	if strings.IndexFunc(s, escaped) < 0 {
 		return s
 	}
@@ -69,5 +71,5 @@ func controlNote(stream string, n int) string {
 	if n == 1 {
 		what = "1 control character"
 	}
-	return fmt.Sprintf(`%s held %s (such as ESC or carriage return), shown here as escapes like \x1b; the structured result's %s has them as printed, or pipe the output through od -c`, stream, what, stream)
+	return fmt.Sprintf(`%s held %s (such as ESC or BEL), shown here as escapes like \x1b; the structured result's %s has them as printed, or pipe the output through od -c`, stream, what, stream)
 }

@@ -18,7 +18,8 @@ func TestEscapeControls(t *testing.T) {
 		{"plain\ttext\n", "plain\ttext\n", 0},
 		{"héllo ✓", "héllo ✓", 0},
 		{"\x1b[2J\x1b]52;c;ZWNobw==\x07", `\x1b[2J\x1b]52;c;ZWNobw==\x07`, 3},
-		{"50%\r100%\r\n", `50%\x0d100%\x0d` + "\n", 2},
+		{"50%\r100%\r\n", "50%\r100%\r\n", 0}, // progress lines, CRLF
+		{"bell\a\r", `bell\x07` + "\r", 1},
 		{"nul\x00 del\x7f bs\x08", `nul\x00 del\x7f bs\x08`, 3},
 		{"c1 \u009b31m \u0085", `c1 \u009b31m \u0085`, 2},
 		{"not utf-8 \xff\x9b", "not utf-8 \xff\x9b", 0}, // left to JSON's U+FFFD and binaryNote
@@ -31,7 +32,7 @@ func TestEscapeControls(t *testing.T) {
 			t.Errorf("%q: counted %d, want %d", tt.in, got, tt.n)
 		}
 	}
-	if got, want := escapeControls("a\nb\tc\x1b", true), `a\x0ab\x09c\x1b`; got != want {
+	if got, want := escapeControls("a\nb\tc\x1b\r", true), `a\x0ab\x09c\x1b\x0d`; got != want {
 		t.Errorf("with newlines: got %q, want %q", got, want)
 	}
 }
