@@ -19,6 +19,15 @@ import (
 // core.hooksPath, core.pager, filters, diff and merge drivers, aliases,
 // credential helpers, include and includeIf, url rewrites, ...) makes it
 // untrusted. "*" stands for any subsection.
+//
+// Not among them either: remote.*.mirror and remote.*.push, which name no
+// program and no place, but change what the user's plain git push writes
+// at a remote that may stay (a path granted read-only, a network URL):
+// mirror pushes every ref, deleting each one there that the repository
+// lacks, and a push refspec deletes (":refs/heads/x") or overwrites
+// ("+a:b") what it names. Git clone never writes push; git clone --mirror
+// writes mirror, so a mirror clone made in a call is moved aside (one
+// whose remote.origin.mirror the call unsets stays).
 var plainKeys = map[string]bool{
 	"core.repositoryformatversion": true, "core.filemode": true, "core.bare": true,
 	"core.logallrefupdates": true, "core.ignorecase": true, "core.precomposeunicode": true,
@@ -37,8 +46,8 @@ var plainKeys = map[string]bool{
 	"fetch.writecommitgraph": true, "push.default": true, "push.autosetupremote": true,
 	"gc.auto": true, "receive.denynonfastforwards": true, "receive.denycurrentbranch": true,
 	"lfs.repositoryformatversion": true, "lfs.*.access": true,
-	"remote.*.url": true, "remote.*.pushurl": true, "remote.*.fetch": true, "remote.*.push": true,
-	"remote.*.tagopt": true, "remote.*.prune": true, "remote.*.mirror": true,
+	"remote.*.url": true, "remote.*.pushurl": true, "remote.*.fetch": true,
+	"remote.*.tagopt": true, "remote.*.prune": true,
 	"remote.*.promisor": true, "remote.*.partialclonefilter": true, "remote.*.gh-resolved": true,
 	"branch.*.remote": true, "branch.*.merge": true, "branch.*.rebase": true, "branch.*.pushremote": true,
 	"branch.*.description": true,
