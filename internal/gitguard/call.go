@@ -430,14 +430,18 @@ func (g *Guard) judgeRemoteURL(cand candidate, e element, kind placeKind, newCan
 			}
 		}
 	}
-	why := "its config " + g.show(e.from) + " names the remote URL " + quoteCapped(e.raw)
+	what, does := "remote URL", "the user's own git push would write into the repository there and run its hooks, and git fetch would copy it in"
+	if e.submodule {
+		what, does = "submodule URL", "the user's own git submodule update would clone the repository there into the workspace"
+	}
+	why := "its config " + g.show(e.from) + " names the " + what + " " + quoteCapped(e.raw)
 	if e.odd != "" {
 		g.logf("git guard: %s: %s", e.raw, e.odd)
 		why += ", which cannot be followed safely (" + e.odd + ")"
 	} else {
 		why += ", which leads outside the writable roots"
 	}
-	why += ": the user's own git push would write into the repository there and run its hooks, and git fetch would copy it in"
+	why += ": " + does
 	if newCand {
 		return verdict{why: why, whole: true}, true
 	}
