@@ -369,7 +369,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
 			}
 		case e.role == roleHooks || e.role == roleHooksPath:
-			if w := judgeHooks(e.entries, e.role == roleHooks); w != "" {
+			if w := judgeHooks(e, g.trustedVersion(cand, e, newCand).entries, g.samples); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
 			}
 		case e.role == roleOpState:

@@ -80,15 +80,35 @@ func judgeConfig(list lister, content []byte) string {
 	return ""
 }
 
-// judgeHooks says why a hooks directory's entries would run, or "". Git
-// runs hooks/NAME for the names it knows; any entry that is not one of the
-// samples git installs counts, whatever its mode.
-func judgeHooks(ents []dirEntry, samplesOnly bool) string {
-	for _, e := range ents {
-		if samplesOnly && strings.HasSuffix(e.name, ".sample") && e.id.isReg() {
-			continue
+// judgeHooks says why the entries of a hooks element e would run, or "".
+// Git runs hooks/NAME for the names it knows; any entry counts, whatever
+// its mode, but, in a git directory's own hooks directory, a regular file
+// that is one of the samples the host's git installs, as it installs it
+// (samples gives them by name, asked only when a sample is met), or that
+// is as it was in prev, the entries of the trusted version (a repository
+// made by an older git keeps that git's samples). A sample rewritten, or
+// one git does not install, runs once the user enables it by renaming it.
+func judgeHooks(e element, prev []dirEntry, samples func() map[string][]byte) string {
+	had := map[string]ident{}
+	for _, en := range prev {
+		had[en.name] = en.id
+	}
+	for _, en := range e.entries {
+		if e.role == roleHooks && strings.HasSuffix(en.name, ".sample") && en.id.isReg() {
+			if id, ok := had[en.name]; ok && id == en.id {
+				continue
+			}
+			want, ok := samples()[en.name]
+			if ok {
+				// Read with git's size as the cap: a larger file is odd.
+				b, _, err := readRegular(filepath.Join(e.path, en.name), int64(len(want)))
+				if err == nil && bytes.Equal(b, want) {
+					continue
+				}
+			}
+			return fmt.Sprintf("it holds %s, which is not the sample git installs", en.name)
 		}
-		return fmt.Sprintf("it holds %s", e.name)
+		return fmt.Sprintf("it holds %s", en.name)
 	}
 	return ""
 }
