@@ -48,7 +48,9 @@ func TestEscapeGitServerKilledMidCallInPlace(t *testing.T) {
 	setup := func(t *testing.T) *env {
 		e := plantEnv(t)
 		e.gitRepo()
-		e.hostSh(`echo 1 > u && git add u && git commit -qm u1 && GIT_SEQUENCE_EDITOR="sed -i s/^pick/edit/" git rebase -q -i HEAD~1`)
+		// Stopped at a conflict, as the red team's was.
+		e.hostSh(`b=$(git symbolic-ref --short HEAD) && git checkout -qb topic && echo topic > README && git commit -qam topic &&
+git checkout -q "$b" && echo base > README && git commit -qam base && git checkout -q topic && { git rebase -q "$b" >/dev/null 2>&1; test -d .git/rebase-merge; }`)
 		if _, err := os.Stat(filepath.Join(e.ws, ".git/rebase-merge/git-rebase-todo")); err != nil {
 			t.Fatalf("the user's rebase did not stop: %v", err)
 		}
@@ -57,6 +59,8 @@ func TestEscapeGitServerKilledMidCallInPlace(t *testing.T) {
 	}
 	goOn := func(e *env) bool {
 		os.Remove(e.pwned())
+		e.write("README", "resolved\n", 0o644)
+		e.gitTry("add", "README")
 		e.gitTry("-c", "core.editor=true", "rebase", "--continue")
 		_, err := os.Lstat(e.pwned())
 		return err == nil
