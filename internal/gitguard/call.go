@@ -385,7 +385,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
 			}
 		case e.role == roleHooks || e.role == roleHooksPath:
-			if w := judgeHooks(e.entries, e.role == roleHooks); w != "" {
+			if w := judgeHooks(e, g.trustedVersion(cand, e, newCand).entries, g.samples); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
 			}
 		case e.role == roleOpState:
@@ -450,14 +450,18 @@ func (g *Guard) judgeRemoteURL(cand candidate, e element, kind placeKind, newCan
 			}
 		}
 	}
-	why := "its config " + g.show(e.from) + " names the remote URL " + quoteCapped(e.raw)
+	what, does := "remote URL", "the user's own git push would write into the repository there and run its hooks, and git fetch would copy it in"
+	if e.submodule {
+		what, does = "submodule URL", "the user's own git submodule update would clone the repository there into the workspace"
+	}
+	why := "its config " + g.show(e.from) + " names the " + what + " " + quoteCapped(e.raw)
 	if e.odd != "" {
 		g.logf("git guard: %s: %s", e.raw, e.odd)
 		why += ", which cannot be followed safely (" + e.odd + ")"
 	} else {
 		why += ", which leads outside the writable roots"
 	}
-	why += ": the user's own git push would write into the repository there and run its hooks, and git fetch would copy it in"
+	why += ": " + does
 	if newCand {
 		return verdict{why: why, whole: true}, true
 	}
@@ -705,9 +709,11 @@ func sortedKeys(m map[candidate][]element) []candidate {
 // began: every git directory whose entry was made since is judged as new,
 // and in the others what the call could write and was made since (a
 // config.worktree, an included file, a core.hooksPath directory, a
-// commondir). The user's own changes after the crash can be judged too:
-// the price of not trusting what nobody checked. It returns the notes,
-// each saying why it comes late (left, what was left).
+// commondir), and what it could change in place and changed since (a
+// stopped operation, legacy remotes, rerere's record, the index:
+// changesInPlace). The user's own changes after the crash can be judged
+// too: the price of not trusting what nobody checked. It returns the
+// notes, each saying why it comes late (left, what was left).
 func (g *Guard) recover(since int64, left string) []string {
 	g.since = since // what the killed call may have made
 	if err := g.refresh(); err != nil {
@@ -734,7 +740,7 @@ func (g *Guard) recover(since int64, left string) []string {
 			// tree outside the roots is judged whenever it was made: a
 			// symlink swapped in on the way to it is not where it is.
 			if fresh || !e.main && e.role != roleEntry && e.role != roleGitdir && bornSince(e.path, since) ||
-				e.role == roleWorktree && g.outside(e.path) {
+				e.role == roleWorktree && g.outside(e.path) || changesInPlace(e.role) && e.changedSince(since) {
 				changed = append(changed, e)
 			} else {
 				kept = append(kept, e)
@@ -778,4 +784,64 @@ func (g *Guard) recover(since int64, left string) []string {
 		}
 	}
 	return notes
+}
+
+// changesInPlace reports whether an element of role r can change in
+// place during a call, where no birth time shows it: nothing keeps it
+// read-only while calls run (Begin protects entries, commondir, config and
+// hooks), and what it is is what is in it (a to-do list appended to, a
+// file added to a directory git init made, an index rewritten). A work
+// tree and a remote URL's place are where they lead, not what they hold.
+func changesInPlace(r role) bool {
+	switch r {
+	case roleEntry, roleGitdir, roleCommondir, roleConfig, roleHooks, roleHooksPath, roleWorktree, roleRemoteURL:
+		return false
+	}
+	return true
+}
+
+// changedSince reports whether anything in e changed at or after since:
+// its own ctime and, for a directory, each entry's; for an index, each
+// shared index file's too.
+func (e element) changedSince(since int64) bool {
+	if changedSince(e.path, since) {
+		return true
+	}
+	if e.role == roleIndex {
+		for _, en := range e.entries {
+			if changedSince(filepath.Join(filepath.Dir(e.path), en.name), since) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// changedSince reports whether what is at path changed at or after since:
+// its ctime, which every write, rename into it and change of mode moves,
+// and for a directory each entry's (lstat: no symlink is followed, and an
+// entry that is a directory is not entered). What cannot be read counts
+// as changed.
+func changedSince(path string, since int64) bool {
+	id, err := lstatIdent(path)
+	switch {
+	case err != nil:
+		return true
+	case !id.exists():
+		return false
+	case id.Ctime >= since:
+		return true
+	case !id.isDir():
+		return false
+	}
+	ents, did, err := listDir(path, maxStateEntries)
+	if err != nil || statEach(path, did, ents) != nil {
+		return true
+	}
+	for _, en := range ents {
+		if en.id.Ino == 0 || en.id.Ctime >= since { // gone since it was listed, or changed
+			return true
+		}
+	}
+	return false
 }

@@ -64,6 +64,9 @@ type element struct {
 	// main marks a git directory's own config and hooks directory (not
 	// config.worktree, includes or core.hooksPath).
 	main bool
+	// submodule marks a remote URL element that a submodule.*.url names:
+	// where git submodule update clones from.
+	submodule bool
 	// wtConfig marks a git directory's config.worktree, which has a
 	// stand-in while calls run where it is absent.
 	wtConfig bool
@@ -182,6 +185,9 @@ func (r *resolver) resolve(c candidate) []element {
 	// that name has one (remote.c, remote_get).
 	var remoteURLs, branchRemotes [][2]string
 	namedRemotes := map[string]bool{}
+	// Every submodule.*.url, with the file naming it: git submodule
+	// update clones from there, as git fetch fetches from a remote.
+	var submoduleURLs [][2]string
 	// dir is the directory of the file as git opened it, which its
 	// relative includes are taken from: a symlink's, not its target's.
 	var addConfig func(path, dir string, depth int)
@@ -223,6 +229,8 @@ func (r *resolver) resolve(c candidate) []element {
 				}
 			case en.Section == "branch" && en.Subsection != "" && (en.Name == "remote" || en.Name == "pushremote") && en.HasValue:
 				branchRemotes = append(branchRemotes, [2]string{en.Value, path})
+			case en.Section == "submodule" && en.Subsection != "" && en.Name == "url" && en.HasValue:
+				submoduleURLs = append(submoduleURLs, [2]string{en.Value, path})
 			}
 		}
 	}
@@ -251,6 +259,14 @@ func (r *resolver) resolve(c candidate) []element {
 	}
 	for _, u := range remoteURLs {
 		out = append(out, r.remoteURL(u[0], u[1], worktree)...)
+	}
+	// Git submodule update takes a relative one from the top of the work
+	// tree too (it clones from there).
+	for _, u := range submoduleURLs {
+		for _, e := range r.remoteURL(u[0], u[1], worktree) {
+			e.submodule = true
+			out = append(out, e)
+		}
 	}
 	worktrees := []string{worktree}
 	if len(coreWorktrees) > 0 {

@@ -19,6 +19,15 @@ import (
 // core.hooksPath, core.pager, filters, diff and merge drivers, aliases,
 // credential helpers, include and includeIf, url rewrites, ...) makes it
 // untrusted. "*" stands for any subsection.
+//
+// Not among them either: remote.*.mirror and remote.*.push, which name no
+// program and no place, but change what the user's plain git push writes
+// at a remote that may stay (a path granted read-only, a network URL):
+// mirror pushes every ref, deleting each one there that the repository
+// lacks, and a push refspec deletes (":refs/heads/x") or overwrites
+// ("+a:b") what it names. Git clone never writes push; git clone --mirror
+// writes mirror, so a mirror clone made in a call is moved aside (one
+// whose remote.origin.mirror the call unsets stays).
 var plainKeys = map[string]bool{
 	"core.repositoryformatversion": true, "core.filemode": true, "core.bare": true,
 	"core.logallrefupdates": true, "core.ignorecase": true, "core.precomposeunicode": true,
@@ -37,8 +46,8 @@ var plainKeys = map[string]bool{
 	"fetch.writecommitgraph": true, "push.default": true, "push.autosetupremote": true,
 	"gc.auto": true, "receive.denynonfastforwards": true, "receive.denycurrentbranch": true,
 	"lfs.repositoryformatversion": true, "lfs.*.access": true,
-	"remote.*.url": true, "remote.*.pushurl": true, "remote.*.fetch": true, "remote.*.push": true,
-	"remote.*.tagopt": true, "remote.*.prune": true, "remote.*.mirror": true,
+	"remote.*.url": true, "remote.*.pushurl": true, "remote.*.fetch": true,
+	"remote.*.tagopt": true, "remote.*.prune": true,
 	"remote.*.promisor": true, "remote.*.partialclonefilter": true, "remote.*.gh-resolved": true,
 	"branch.*.remote": true, "branch.*.merge": true, "branch.*.rebase": true, "branch.*.pushremote": true,
 	"branch.*.description": true,
@@ -71,15 +80,35 @@ func judgeConfig(list lister, content []byte) string {
 	return ""
 }
 
-// judgeHooks says why a hooks directory's entries would run, or "". Git
-// runs hooks/NAME for the names it knows; any entry that is not one of the
-// samples git installs counts, whatever its mode.
-func judgeHooks(ents []dirEntry, samplesOnly bool) string {
-	for _, e := range ents {
-		if samplesOnly && strings.HasSuffix(e.name, ".sample") && e.id.isReg() {
-			continue
+// judgeHooks says why the entries of a hooks element e would run, or "".
+// Git runs hooks/NAME for the names it knows; any entry counts, whatever
+// its mode, but, in a git directory's own hooks directory, a regular file
+// that is one of the samples the host's git installs, as it installs it
+// (samples gives them by name, asked only when a sample is met), or that
+// is as it was in prev, the entries of the trusted version (a repository
+// made by an older git keeps that git's samples). A sample rewritten, or
+// one git does not install, runs once the user enables it by renaming it.
+func judgeHooks(e element, prev []dirEntry, samples func() map[string][]byte) string {
+	had := map[string]ident{}
+	for _, en := range prev {
+		had[en.name] = en.id
+	}
+	for _, en := range e.entries {
+		if e.role == roleHooks && strings.HasSuffix(en.name, ".sample") && en.id.isReg() {
+			if id, ok := had[en.name]; ok && id == en.id {
+				continue
+			}
+			want, ok := samples()[en.name]
+			if ok {
+				// Read with git's size as the cap: a larger file is odd.
+				b, _, err := readRegular(filepath.Join(e.path, en.name), int64(len(want)))
+				if err == nil && bytes.Equal(b, want) {
+					continue
+				}
+			}
+			return fmt.Sprintf("it holds %s, which is not the sample git installs", en.name)
 		}
-		return fmt.Sprintf("it holds %s", e.name)
+		return fmt.Sprintf("it holds %s", en.name)
 	}
 	return ""
 }
