@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Protection must be invisible to honest git use: inside the sandbox, git
@@ -148,3 +150,48 @@ func TestGitNoRepositoryNoTrace(t *testing.T) {
 		}
 	}
 }
+
+// The commondir stand-in a trusted repository holds while calls run is
+// inert for libgit2 too: cargo, which finds repositories with it, still
+// finds the user's on the host during a call, and cargo new nests none.
+func TestGitStandInsInertForLibgit2(t *testing.T) {
+	cargo, err := exec.LookPath("cargo")
+	if err != nil {
+		if p := filepath.Join(os.Getenv("HOME"), ".cargo", "bin", "cargo"); fileExists(p) {
+			cargo = p
+		} else {
+			t.Skip("needs cargo (a reader of repositories with libgit2)")
+		}
+	}
+	e := newEnv(t)
+	e.gitRepo()
+	cargoNew := func(name string) bool {
+		cmd := exec.Command(cargo, "new", "-q", name)
+		cmd.Dir = e.ws
+		cmd.Env = append(os.Environ(), "CARGO_HOME="+filepath.Join(os.Getenv("HOME"), ".cargo"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("cargo new: %v\n%s", err, out)
+		}
+		return fileExists(filepath.Join(e.ws, name, ".git"))
+	}
+	if cargoNew("control") {
+		t.Fatal("control: with no call running, cargo nests a repository in the workspace's: the test tests nothing")
+	}
+	s := e.serve()
+	call := s.callAsync(context.Background(), map[string]any{"command": "sh", "args": []string{"-c", "sleep 3"}})
+	standIn := filepath.Join(e.ws, ".git", "commondir")
+	for i := 0; i < 100 && !fileExists(standIn); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !fileExists(standIn) {
+		t.Fatal("no commondir stand-in while the call runs: the test tests nothing")
+	}
+	if cargoNew("inner") {
+		t.Error("with the stand-in in place, cargo took the workspace for no repository and nested one")
+	}
+	if r := <-call; r.err != nil {
+		t.Fatal(r.err)
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

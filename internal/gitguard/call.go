@@ -29,8 +29,16 @@ var protectionBudget = maxProtections
 // repositories must not hold the result, or the server, for long).
 const judgeBudget = 20 * time.Second
 
-// commondirPlaceholder is what git reads as "no redirection".
-const commondirPlaceholder = ".\n"
+// commondirPlaceholder is what git reads as "no redirection": the git
+// directory itself. Written "./", not ".": libgit2 (cargo) takes a
+// commondir of "." for a linked worktree's and no longer finds the
+// repository (cargo new then nests one), "./" it takes for the git
+// directory. Servers before this one wrote ".\n" (oldCommondirPlaceholder):
+// what a killed one left is as inert.
+const (
+	commondirPlaceholder    = "./\n"
+	oldCommondirPlaceholder = ".\n"
+)
 
 // Begin starts a call: it brings what it knows up to date, trusts what
 // changed while no call ran (the user did it), and returns the call with
@@ -378,7 +386,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		case e.odd != "":
 			g.logf("git guard: %s: %s", e.path, e.odd)
 			why = "its " + g.name(e) + " cannot be read safely, so what it does is unknown"
-		case e.role == roleCommondir && e.id.exists() && !newCand && e.id.Sum != inertCommondir:
+		case e.role == roleCommondir && e.id.exists() && !newCand && !isInertCommondir(e.id.Sum):
 			why = "its " + g.name(e) + " now moves its config and hooks elsewhere"
 		case e.role == roleConfig && e.content != nil:
 			if w := judgeConfig(g.listFor(e), e.content); w != "" {
@@ -539,6 +547,12 @@ func unjudged(newCand bool, changed []element) []verdict {
 // inertCommondir is the digest of a commondir that redirects nothing: the
 // stand-in a killed server left behind.
 var inertCommondir = contentSum([]byte(commondirPlaceholder))
+
+// oldInertCommondir is the digest of what earlier servers' stand-ins hold.
+var oldInertCommondir = contentSum([]byte(oldCommondirPlaceholder))
+
+// isInertCommondir reports whether a commondir's digest is a stand-in's.
+func isInertCommondir(sum uint64) bool { return sum == inertCommondir || sum == oldInertCommondir }
 
 // emptySum is the digest of an empty file: a MERGE_RR that names nothing,
 // as git commit leaves it.
@@ -752,8 +766,14 @@ func (g *Guard) recover(since int64, left string) []string {
 				kind, root, _ := g.place(e.path)
 				switch {
 				case kind != inside:
-				case e.role == roleCommondir && e.id.Sum == inertCommondir, e.role == roleHooks && e.id.isDir() && len(e.entries) == 0:
-					removePlaceholder(&placeholder{root: root, path: e.path, dir: e.role == roleHooks, content: commondirPlaceholder})
+				case e.role == roleCommondir && isInertCommondir(e.id.Sum):
+					content := commondirPlaceholder
+					if e.id.Sum == oldInertCommondir {
+						content = oldCommondirPlaceholder
+					}
+					removePlaceholder(&placeholder{root: root, path: e.path, content: content})
+				case e.role == roleHooks && e.id.isDir() && len(e.entries) == 0:
+					removePlaceholder(&placeholder{root: root, path: e.path, dir: true})
 				case e.wtConfig && e.id.isReg() && len(e.content) == 0:
 					removePlaceholder(&placeholder{root: root, path: e.path}) // only if still empty
 				}
