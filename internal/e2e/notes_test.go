@@ -91,3 +91,30 @@ func TestStructuredNotes(t *testing.T) {
 		t.Errorf("notes %q, want an empty array: %s", out.Notes, line)
 	}
 }
+
+// A repository a call cannot remove whole, and a tracked hooks file git
+// cannot replace: the result says what was left, and what to do.
+func TestGitLeftoverNotes(t *testing.T) {
+	e := plantEnv(t)
+	e.gitRepo()
+	e.git("config", "core.hooksPath", ".githooks")
+	e.write(".githooks/pre-commit", "#!/bin/sh\necho v1\n", 0o755)
+	e.git("add", ".githooks")
+	e.git("-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-qm", "hooks v1")
+	e.git("checkout", "-qb", "v2")
+	e.write(".githooks/pre-commit", "#!/bin/sh\necho v2\n", 0o755)
+	e.git("-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-qam", "hooks v2")
+	e.git("checkout", "-q", "-")
+	s := e.serve()
+	if _, out := s.sh(t, "git init -q scratch && git -C scratch commit -q --allow-empty -m s"); out.ExitCode != 0 {
+		t.Fatalf("%+v", out)
+	}
+	res, _ := s.sh(t, "rm -rf scratch")
+	if !strings.Contains(text(res), "git: a repository there could not be removed or moved whole") {
+		t.Errorf("rm -rf of a repository: %s", text(res))
+	}
+	res, _ = s.sh(t, "git checkout -q v2")
+	if !strings.Contains(text(res), "git: git could not update .githooks/pre-commit, which the sandbox keeps read-only") {
+		t.Errorf("checkout over a tracked hooks directory: %s", text(res))
+	}
+}

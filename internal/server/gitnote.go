@@ -20,9 +20,24 @@ var gitRefused = lazyRegexp(`config file[^\n]*(Read-only file system|Device or r
 // was not saved, a submodule it could not register or update.
 var gitSideEffect = lazyRegexp(`(?m)set up to track|Failed to register url for submodule|could not set 'core\.worktree'|failed to initialize worktree config`)
 
+// gitRemovalRefused matches a removal or move of a repository that stopped
+// at what the sandbox keeps in place: rm, mv, git clean, git worktree
+// remove.
+var gitRemovalRefused = lazyRegexp(`(?:cannot remove|failed to remove|failed to delete|cannot move)[^\n]*\.git(?:/(?:config|hooks|commondir|config\.worktree)|/worktrees/[^/\n']+)?'?[^\n]*(?:Device or resource busy|Read-only file system|Operation not permitted)`)
+
+// staleFile matches git leaving a file it could not replace: a tracked
+// hooks directory (core.hooksPath) the sandbox keeps read-only.
+var staleFile = lazyRegexp(`unable to unlink old '([^'\n]+)': (?:Read-only file system|Device or resource busy|Operation not permitted)`)
+
 // gitRefusalNote explains such a failure in one line the model can act on,
 // or is "".
 func gitRefusalNote(output string) string {
+	if m := staleFile().FindStringSubmatch(output); m != nil {
+		return "git: git could not update " + m[1] + ", which the sandbox keeps read-only (a repository's hooks directory, where the user's own git runs what it holds): it still has its old content, whatever git printed; do not commit it as it is, and ask the user to run git checkout -- " + m[1] + " outside the sandbox"
+	}
+	if gitRemovalRefused().MatchString(output) {
+		return "git: a repository there could not be removed or moved whole: its config and hooks stay in place while calls run (the user's own git would run a planted one), and what else was in it may be gone, leaving an incomplete .git; ask the user to remove or move what is left outside the sandbox"
+	}
 	if !gitRefused().MatchString(output) {
 		return ""
 	}

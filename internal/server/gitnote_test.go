@@ -79,3 +79,23 @@ func TestEnclosingRepoNote(t *testing.T) {
 		}
 	}
 }
+
+// A removal of a repository that stops at its protected parts, and a
+// tracked hooks file git could not replace, each get a note that says what
+// was left, not the generic one.
+func TestGitRefusalNoteLeftovers(t *testing.T) {
+	for _, tt := range []struct {
+		out, want string
+	}{
+		{"rm: cannot remove 'scratch/.git/config': Device or resource busy\nrm: cannot remove 'scratch/.git/hooks/pre-push.sample': Read-only file system", "could not be removed or moved whole"},
+		{"mv: cannot move 'deps' to 'deps.old': Device or resource busy\n", ""},
+		{"warning: failed to remove sub/.git/config: Device or resource busy", "could not be removed or moved whole"},
+		{"error: failed to delete '/w/wt': Device or resource busy\nerror: failed to delete '/w/.git/worktrees/wt': Device or resource busy", "could not be removed or moved whole"},
+		{"error: unable to unlink old '.githooks/pre-commit': Read-only file system\nSwitched to branch 'v2'", "git could not update .githooks/pre-commit"},
+	} {
+		got := gitRefusalNote(tt.out)
+		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+			t.Errorf("%q: note %q, want it to hold %q", tt.out, got, tt.want)
+		}
+	}
+}
