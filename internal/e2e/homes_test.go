@@ -43,3 +43,36 @@ func TestHomesListAndPrune(t *testing.T) {
 		t.Errorf("homes --bogus: exit %d %s", code, stderr)
 	}
 }
+
+// A workspace two levels inside the home: a sibling written beside it
+// (../NOTES.md, git worktree add ../x) would land in the private home,
+// where the user never sees it; it fails instead, and the result says why.
+// The private home stays writable elsewhere.
+func TestWorkspaceSiblingsRefused(t *testing.T) {
+	e := newEnv(t)
+	ws := filepath.Join(e.home, "src", "proj")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.own(ws)
+	e.ws = ws
+	e.write("README", "the workspace\n", 0o644)
+	e.gitRepo()
+	s := e.serve()
+	res, out := s.sh(t, `echo x > ../NOTES.md; echo rc=$?; ls -a ..; git worktree add -q ../feature 2>&1; echo wt=$?; mkdir -p ~/.cache/tool && echo ok > ~/.cache/tool/f && cat ~/.cache/tool/f`)
+	if !strings.Contains(out.Stdout, "rc=2") && !strings.Contains(out.Stdout, "rc=1") {
+		t.Errorf("a write beside the workspace succeeded: %s", text(res))
+	}
+	if strings.Contains(out.Stdout, "NOTES.md") || strings.Contains(out.Stdout, "wt=0") {
+		t.Errorf("a sibling was made: %s", text(res))
+	}
+	if !strings.Contains(out.Stdout, "\nok\n") {
+		t.Errorf("the private home is no longer writable: %s", text(res))
+	}
+	if !strings.Contains(text(res), "is outside the workspace") {
+		t.Errorf("no note explains the refused write: %s", text(res))
+	}
+	if _, err := os.Stat(filepath.Join(e.privateHome(), "src", "NOTES.md")); err == nil {
+		t.Error("the write landed in the private home")
+	}
+}

@@ -170,6 +170,22 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 			regions = append(regions, region{a.Path, true})
 		}
 	}
+	// The workspace's parent, when it lies inside the home and is not the
+	// home itself: inside, the home is the private home, and a sibling of
+	// the workspace written there (../NOTES.md, git worktree add ../x)
+	// would land in the private home, where the user never sees it. An
+	// empty read-only tree there instead, the workspace and the grants
+	// below it shown again, makes such a write fail and be explained.
+	if parent := filepath.Dir(p.Workspace); p.PrivateHome != "" && parent != p.Home && policy.Within(parent, p.Home) {
+		granted := false
+		for _, g := range p.Grants {
+			granted = granted || policy.Within(parent, g.Path)
+		}
+		if !granted {
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: parent, Dir: true, Mode: 0o755})
+			regions = append(regions, region{parent, true})
+		}
+	}
 	for _, g := range p.Grants {
 		regions = append(regions, region{g.Path, false})
 	}

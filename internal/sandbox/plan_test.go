@@ -369,3 +369,35 @@ func TestPlanCallMakesPinsInPrivateHome(t *testing.T) {
 		t.Errorf("ops (-want +got):\n%s", diff)
 	}
 }
+
+// TestPlanStaticHidesWorkspaceParent: a workspace inside the home, not
+// right below it, has its parent as an empty read-only tree in the private
+// home, with the workspace and the grants below it shown again: a sibling
+// written there would land in the private home, unseen.
+func TestPlanStaticHidesWorkspaceParent(t *testing.T) {
+	fs := newFakeFS("/tmp/", "/home/u/src/proj/", "/home/u/src/lib/", "/home/u/proj/", "/home/u/.cache/nanosandbox-mcp/homes/proj-1/", "/srv/ws/")
+	ph := "/home/u/.cache/nanosandbox-mcp/homes/proj-1"
+	for _, tt := range []struct {
+		name   string
+		ws     string
+		grants []policy.Grant
+		want   []string
+	}{
+		{"two levels below the home", "/home/u/src/proj", []policy.Grant{{Path: "/home/u/src/lib", Dir: true}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u <- " + ph, "hide /home/u/src (make)", "bind-ro /home/u/src/lib (make)", "bind-rw /home/u/src/proj (make)"}},
+		{"right below the home", "/home/u/proj", nil,
+			[]string{"tmpfs /tmp", "bind-rw /home/u <- " + ph, "bind-rw /home/u/proj (make)"}},
+		{"a parent the user granted", "/home/u/src/proj", []policy.Grant{{Path: "/home/u/src", Dir: true}},
+			[]string{"tmpfs /tmp", "bind-rw /home/u <- " + ph, "bind-ro /home/u/src (make)", "bind-rw /home/u/src/proj"}},
+		{"outside the home", "/srv/ws", nil,
+			[]string{"tmpfs /tmp", "bind-rw /home/u <- " + ph, "bind-rw /srv/ws"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := policy.Policy{Workspace: tt.ws, Home: "/home/u", PrivateHome: ph,
+				Grants: append([]policy.Grant{{Path: tt.ws, Writable: true, Dir: true}}, tt.grants...)}
+			if diff := cmp.Diff(tt.want, opStrings(planStatic(&p, fs).ops)); diff != "" {
+				t.Errorf("ops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

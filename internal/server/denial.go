@@ -29,6 +29,10 @@ var (
 	// An absolute path unquoted begins a word: the "/_/x" of a relative
 	// ".husky/_/x" is not one.
 	readOnlyRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))[^\n]*?(?:Read-only file system|EROFS)|(?:Read-only file system|EROFS)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))`)
+	// The same with a path relative to the working directory, as the
+	// shell and git print one they were given: "./" or "../" first, or
+	// the shell's "cannot create NAME:".
+	readOnlyRelRe = lazyRegexp(`(?m)(?:'(\.\.?/[^'\n]+)'|cannot create ([^/\s:'"][^\s:'"]*):)[^\n]*?(?:Read-only file system|EROFS)`)
 	// A path that is not there.
 	missingRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))[^\n]*?(?:No such file or directory|ENOENT)|(?:No such file or directory|ENOENT)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))`)
 	// A shell or env that did not find a program.
@@ -52,6 +56,12 @@ func (h *handler) denialNotes(stdout, stderr string, runErr error) []string {
 	add(enclosingRepoNote(h.pol.EnclosingRepo, out))
 	for _, p := range matches(readOnlyRe(), out) {
 		add(h.readOnlyNote(p))
+	}
+	// Taken from the workspace, where commands start: a command that
+	// changed directory may name another place, and the note says that
+	// place's rule (a path inside the workspace gets the carve-out's).
+	for _, p := range matches(readOnlyRelRe(), out) {
+		add(h.readOnlyNote(filepath.Join(h.pol.Workspace, p)))
 	}
 	for _, p := range matches(missingRe(), out) {
 		add(h.hiddenNote(p))
@@ -110,10 +120,13 @@ func (h *handler) readOnlyNote(path string) string {
 			return fmt.Sprintf("read-only: %s was granted read-only (%s); the user can make it writable when starting the server (--writable)", path, g.Flag)
 		}
 	}
-	if policy.Within(path, "/tmp") || policy.Within(path, "/var/tmp") || policy.Within(path, "/dev/shm") {
-		return ""
-	}
 	if p.Home != "" && policy.Within(path, p.Home) && p.PrivateHome != "" {
+		// The private home is writable, but for the workspace's parent,
+		// an empty read-only tree (sandbox's planStatic).
+		if parent := filepath.Dir(p.Workspace); parent == p.Home || !policy.Within(parent, p.Home) || !policy.Within(path, parent) {
+			return ""
+		}
+	} else if policy.Within(path, "/tmp") || policy.Within(path, "/var/tmp") || policy.Within(path, "/dev/shm") {
 		return ""
 	}
 	return fmt.Sprintf("read-only: %s is outside the workspace (%s) and the writable paths, which are all commands may change; write inside the workspace, or the user can start the server with --writable PATH", path, p.Workspace)
