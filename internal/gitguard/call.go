@@ -380,6 +380,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			return []verdict{{why: why, whole: true}}
 		}
 		var why string
+		said := false // why says what the user's git would do
 		switch {
 		case e.odd == oddCommon:
 			why = "its " + g.name(e) + " " + strings.TrimPrefix(oddCommon, "it ") + ", where the links the user's own git would write through, outside the sandbox, are not looked for"
@@ -391,6 +392,10 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		case e.role == roleConfig && e.content != nil:
 			if w := judgeConfig(g.listFor(e), e.content); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
+				if strings.HasPrefix(w, "it sets ") {
+					why += ", a setting outside the short list the sandbox knows to run nothing and lead nowhere (a setting can name a program or a file), which the user's own git would obey outside the sandbox"
+					said = true
+				}
 			}
 		case e.role == roleHooks || e.role == roleHooksPath:
 			if w := judgeHooks(e, g.trustedVersion(cand, e, newCand).entries, g.samples); w != "" {
@@ -418,7 +423,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		if why == "" {
 			continue
 		}
-		if e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.role != roleIndex && e.role != roleAlternates && e.odd != oddCommon {
+		if !said && e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.role != roleIndex && e.role != roleAlternates && e.odd != oddCommon {
 			why += ", which the user's own git would run outside the sandbox"
 		}
 		// A work tree is never moved aside itself: it holds the user's

@@ -55,13 +55,48 @@ var plainKeys = map[string]bool{
 	"submodule.*.url":      true, "submodule.*.active": true, "submodule.*.branch": true,
 }
 
-// plainKey reports whether e is in plainKeys.
+// quietKeys are more settings that run nothing and lead nowhere, which an
+// agent sets in a repository it made (from an honest-use audit: each used
+// to cost the repository): whether to sign (the user's own gpg signs),
+// how output looks, defaults of merge, rebase, status, log, diff, fetch
+// and branches, rerere, submodule recursion. Not among them: anything that
+// names a program (a merge strategy, pull.twohead, a tool, a driver, a
+// pager, an editor), a file (mailmap.file, a signing key's path) or a URL.
+var quietKeys = map[string]bool{
+	"commit.gpgsign": true, "tag.gpgsign": true, "tag.forcesignannotated": true, "push.gpgsign": true,
+	"commit.verbose": true, "commit.cleanup": true, "commit.status": true,
+	"merge.conflictstyle": true, "merge.ff": true, "merge.log": true, "merge.renames": true, "merge.stat": true,
+	"merge.autostash": true, "merge.verbosity": true,
+	"rebase.autosquash": true, "rebase.autostash": true, "rebase.updaterefs": true, "rebase.stat": true,
+	"rebase.abbreviatecommands": true, "rebase.missingcommitscheck": true, "rebase.reschedulefailedexec": true,
+	"status.showuntrackedfiles": true, "status.short": true, "status.branch": true, "status.submodulesummary": true,
+	"status.aheadbehind": true, "status.relativepaths": true, "status.renames": true, "status.showstash": true,
+	"log.date": true, "log.decorate": true, "log.follow": true, "log.abbrevcommit": true, "log.showroot": true,
+	"log.mailmap": true, "log.showsignature": true,
+	"diff.algorithm": true, "diff.renames": true, "diff.mnemonicprefix": true, "diff.noprefix": true,
+	"diff.colormoved": true, "diff.context": true, "diff.indentheuristic": true, "diff.submodule": true,
+	"diff.ignoresubmodules": true, "diff.statgraphwidth": true, "diff.renamelimit": true,
+	"core.longpaths": true, "core.whitespace": true, "core.fscache": true,
+	"submodule.recurse": true, "submodule.fetchjobs": true,
+	"branch.autosetupmerge": true, "branch.autosetuprebase": true, "branch.sort": true, "tag.sort": true,
+	"rerere.enabled": true, "rerere.autoupdate": true,
+	"fetch.recursesubmodules": true, "fetch.parallel": true, "fetch.showforcedupdates": true,
+	"gc.autodetach": true, "gc.reflogexpire": true, "gc.reflogexpireunreachable": true, "gc.pruneexpire": true,
+	"column.ui": true, "i18n.commitencoding": true, "i18n.logoutputencoding": true,
+}
+
+// quietSections are sections every key of which is a switch or a colour:
+// color (the pager's own is color.pager, a switch) and advice.
+var quietSections = map[string]bool{"color": true, "advice": true}
+
+// plainKey reports whether e is in plainKeys, or runs nothing another way
+// (quietKeys, quietSections).
 func plainKey(e entry) bool {
 	name := e.Section + "." + e.Name
 	if e.Subsection != "" {
 		name = e.Section + ".*." + e.Name
 	}
-	return plainKeys[name]
+	return plainKeys[name] || e.Subsection == "" && quietKeys[name] || quietSections[e.Section]
 }
 
 // judgeConfig says why a config file's content would make the user's git

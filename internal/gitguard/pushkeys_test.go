@@ -71,3 +71,24 @@ git clone -q --mirror ../granted/other.git c.git && git -C c.git config --unset 
 		t.Errorf("notes %q, want one holding %q", notes, want)
 	}
 }
+
+// Settings an agent routinely sets in a repository it made, which run
+// nothing and lead nowhere, keep the repository; a setting that names a
+// program does not, and the note says why in those words.
+func TestQuietKeysKeepANewRepository(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	for _, kv := range [][2]string{{"commit.gpgsign", "false"}, {"color.ui", "never"}, {"advice.detachedHead", "false"},
+		{"merge.conflictStyle", "diff3"}, {"status.showUntrackedFiles", "all"}, {"diff.algorithm", "histogram"},
+		{"log.date", "iso"}, {"submodule.recurse", "true"}, {"color.diff.meta", "blue"}} {
+		dir := strings.ReplaceAll(kv[0], ".", "-")
+		if notes := f.call("git init -q " + dir + " && git -C " + dir + " config " + kv[0] + " " + kv[1]); len(notes) != 0 {
+			t.Errorf("%s=%s: the new repository was judged: %q", kv[0], kv[1], notes)
+		}
+	}
+	notes := f.call(`git init -q twohead && git -C twohead config pull.twohead "$PWN"`)
+	want := "sets pull.twohead, a setting outside the short list the sandbox knows to run nothing and lead nowhere"
+	if !strings.Contains(strings.Join(notes, "\n"), want) {
+		t.Errorf("notes %q, want one holding %q", notes, want)
+	}
+}
