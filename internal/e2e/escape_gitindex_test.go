@@ -108,3 +108,66 @@ func TestEscapeGitPlantedIndex(t *testing.T) {
 		})
 	}
 }
+
+// An index that git reads one way in order and another with threads: for
+// a user whose repository reads it with threads (index.threads, as scalar
+// sets it), its hidden entries are a hook the user's checkout writes.
+// Control on the host; one-shot and over MCP, the call's end moves it
+// aside.
+func TestEscapeGitIndexReadWithThreads(t *testing.T) {
+	const plant = `h=$(printf '#!/bin/sh\n%s\n' "$PWN" | git hash-object -w --stdin) && T=.git/nsb-t && mkdir -p $T &&
+GIT_INDEX_FILE=$T/benign git read-tree HEAD && GIT_INDEX_FILE=$T/benign git update-index --add --cacheinfo 100644,$h,zzzzzzzzzzzzzzzzzzzzz &&
+GIT_INDEX_FILE=$T/hostile git read-tree HEAD && GIT_INDEX_FILE=$T/hostile git update-index --add --chmod=+x --cacheinfo 100755,$h,.zzz/zzzzz/pre-commit &&
+./attack index-rename $T/hostile .zzz/zzzzz/pre-commit .git/hooks/pre-commit && ./attack index-splice $T/benign $T/hostile .git/index && rm -r $T`
+	setup := func(t *testing.T) *env {
+		e := plantEnv(t)
+		e.gitRepo()
+		e.git("config", "index.threads", "4")
+		e.attackPath()
+		return e
+	}
+	user := func(e *env) bool {
+		os.Remove(e.pwned())
+		e.gitTry("checkout", "--", ".")
+		e.gitTry("-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "user")
+		_, err := os.Lstat(e.pwned())
+		return err == nil
+	}
+	t.Run("control", func(t *testing.T) {
+		e := setup(t)
+		e.hostSh(e.expand(plant))
+		if out, _ := e.gitTry("-c", "index.threads=1", "ls-files"); strings.Contains(out, ".git/hooks") {
+			t.Fatalf("read in order, git lists %q", out)
+		}
+		if !user(e) {
+			t.Fatal("planted on the host, the user's git ran nothing: the attack tests nothing")
+		}
+	})
+	t.Run("one-shot", func(t *testing.T) {
+		e := setup(t)
+		_, stderr, code := e.sh(e.expand(plant))
+		if code != 0 {
+			t.Fatalf("the planting failed inside (exit %d): %s", code, stderr)
+		}
+		if !strings.Contains(stderr, "moved .git/index aside") {
+			t.Errorf("no note of the index moved aside: %q", stderr)
+		}
+		if user(e) {
+			t.Errorf("the user's git ran what the sandbox planted\nstderr: %q", stderr)
+		}
+	})
+	t.Run("mcp", func(t *testing.T) {
+		e := setup(t)
+		s := e.serve()
+		res, out := s.sh(t, e.expand(plant))
+		if out.ExitCode != 0 {
+			t.Fatalf("the planting failed inside: %s", text(res))
+		}
+		if !strings.Contains(text(res), "moved .git/index aside") {
+			t.Errorf("no note of the index moved aside: %s", text(res))
+		}
+		if user(e) {
+			t.Errorf("the user's git ran what the sandbox planted\nresult: %s", text(res))
+		}
+	})
+}

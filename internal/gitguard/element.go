@@ -101,6 +101,9 @@ type resolver struct {
 	// prune. Nil: no cache.
 	dirs map[string]cachedDir
 	used map[string]bool
+	// follow says whether the guard may read at path, a place a
+	// redirection leads to: in the roots, or a read-only grant. Nil: no.
+	follow func(path string) bool
 }
 
 // resolve returns the elements of c, in a stable order: its entry, its git
@@ -330,7 +333,7 @@ func (r *resolver) resolve(c candidate) []element {
 	}
 	out = append(out, rerereRecord(filepath.Join(gitdir, "MERGE_RR")))
 	out = append(out, r.indexElement(gitdir), r.strayEntries(gitdir))
-	out = append(out, alternatesFile(filepath.Join(common, "objects", "info", "alternates")))
+	out = append(out, r.alternatesFile(filepath.Join(common, "objects", "info", "alternates")))
 	// Git reads remotes/NAME, then branches/NAME, for a remote its config
 	// does not define: a URL, and refspecs for push and fetch.
 	for _, name := range []string{"remotes", "branches"} {

@@ -1,6 +1,7 @@
 package gitguard
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ var gitdirNames = map[string]bool{
 	"COMMIT_EDITMSG": true, "TAG_EDITMSG": true, "NOTES_EDITMSG": true, "EDIT_DESCRIPTION": true,
 	"SQUASH_MSG": true, "ADD_EDIT.patch": true, "REPLACE_EDITOBJ": true,
 	"GITGUI_MSG": true, "GITGUI_BCK": true, "GITGUI_EDITMSG": true, "gitk.cache": true,
-	"lfs": true, "annex": true, "filter-repo": true,
+	"lfs": true, "annex": true, "filter-repo": true, "subtree-cache": true,
 }
 
 // gitdirPrefixes are the families of names git makes there: lock files
@@ -68,10 +69,21 @@ func (r *resolver) strayEntries(gitdir string) element {
 	if !id.isDir() {
 		return e
 	}
-	ents, err := r.gitdirEntries(gitdir, func(name string) bool { return !gitKeeps(name) })
+	ents, err := r.gitdirEntries(gitdir, func(name string) bool { return !gitKeeps(name) || name == "BISECT_START" })
 	if err != nil {
 		e.odd = err.Error()
 		return e
+	}
+	// BISECT_START is git's to keep, and holds where git bisect reset
+	// goes back to (git checkout NAME): a branch name or an object id,
+	// never an option ("-f" would throw the user's changes away).
+	for i := 0; i < len(ents); i++ {
+		if ents[i].name == "BISECT_START" {
+			if b, _, err := readRegular(filepath.Join(gitdir, "BISECT_START"), 4096); err == nil && plainBisectStart(b) {
+				ents = append(ents[:i], ents[i+1:]...)
+				i--
+			}
+		}
 	}
 	e.id = ident{Kind: id.Kind, Dev: id.Dev, Ino: id.Ino}
 	if len(ents) == 0 {
@@ -79,13 +91,14 @@ func (r *resolver) strayEntries(gitdir string) element {
 	}
 	// What is in a stray directory counts too: git instaweb keeps its
 	// config, and runs the user's, from gitweb/.
+	// One too large or deep to read is judged by its own identity only:
+	// the rest of the git directory is not its hostage.
 	budget := maxStrayEntries
 	for i := range ents {
 		if ents[i].id.isDir() {
 			sum, err := treeSum(filepath.Join(gitdir, ents[i].name), ents[i].id, 0, &budget)
 			if err != nil {
-				e.odd = err.Error()
-				return e
+				sum = unreadSum
 			}
 			ents[i].id.Sum = sum
 		}
@@ -99,8 +112,21 @@ func (r *resolver) strayEntries(gitdir string) element {
 }
 
 // maxStrayEntries bounds what is read below the stray entries of a git
-// directory: more is odd, and judged unread.
+// directory: past it, an entry is unreadSum.
 const maxStrayEntries = 10_000
+
+// unreadSum stands for what is below a stray directory too large or deep
+// to read.
+const unreadSum = 1
+
+// plainBisectStart reports whether BISECT_START's content is what git
+// bisect start writes: one branch name or object id, which git bisect
+// reset checks out, with no blank or control character in it and not
+// beginning with "-".
+func plainBisectStart(b []byte) bool {
+	v := strings.TrimSuffix(string(b), "\n")
+	return v != "" && v[0] != '-' && !strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f })
+}
 
 // treeSum digests what is below the directory at path (id), to depth
 // maxIncludeDepth: every entry's name and what it is.
@@ -145,11 +171,12 @@ func (g *Guard) strayVerdicts(e, prev element) []verdict {
 			continue
 		}
 		p := filepath.Join(e.path, en.name)
-		out = append(out, verdict{
-			why: "it is " + quoteCapped(en.name) + " in the git directory " + g.show(e.path) +
-				", an entry git does not keep there, which git's scripts and other tools may read or run (git instaweb runs gitweb/ there) outside the sandbox",
-			el: element{role: roleStray, path: p},
-		})
+		why := "it is " + quoteCapped(en.name) + " in the git directory " + g.show(e.path) +
+			", an entry git does not keep there, which git's scripts and other tools may read or run (git instaweb runs gitweb/ there) outside the sandbox"
+		if en.name == "BISECT_START" {
+			why = "its " + g.show(p) + " holds no plain branch name or commit: the user's own git bisect reset checks out what it holds (\"-f\" would throw their changes away)"
+		}
+		out = append(out, verdict{why: why, el: element{role: roleStray, path: p}})
 	}
 	return out
 }
@@ -159,8 +186,13 @@ const maxAlternatesBytes = 64 << 10
 
 // alternatesFile reads a common dir's objects/info/alternates, where git
 // finds other object stores to read as the repository's own: a path a
-// line, relative to the objects directory. Its identity is its content.
-func alternatesFile(path string) element {
+// line, relative to the objects directory. Git reads each store's own
+// info/alternates in turn, to depth 5, and resolves every path each time
+// it runs: the element's identity is the whole chain as it resolves now
+// (each store's place and what is there, each nested file's content), so
+// that a store swapped for a symlink, or a nested file written in a store
+// in the workspace, has it judged again.
+func (r *resolver) alternatesFile(path string) element {
 	e := element{role: roleAlternates, path: path}
 	id, err := lstatIdent(path)
 	switch {
@@ -176,35 +208,87 @@ func alternatesFile(path string) element {
 		e.odd = err.Error()
 		return e
 	}
-	e.id = ident{Kind: id.Kind, Sum: contentSum(b)}
 	e.content = b
+	var chain bytes.Buffer
+	chain.Write(b)
+	walkAlternates(filepath.Dir(filepath.Dir(path)), b, 0, r.follow, func(s altStore) {
+		fmt.Fprintf(&chain, "\x00%s\x00%s\x00%v\x00%s", s.line, s.path, s.id, s.nested)
+	})
+	e.id = ident{Kind: id.Kind, Sum: contentSum(chain.Bytes())}
 	return e
+}
+
+// maxAlternatesDepth is git's own (object-file.c, link_alt_odb_entry).
+const maxAlternatesDepth = 5
+
+// altStore is one object store an alternates chain names.
+type altStore struct {
+	line   string // as written
+	path   string // resolved, or "" with odd set
+	odd    string // why it cannot be followed, or ""
+	id     ident  // what is there now
+	nested []byte // its own info/alternates, if any
+}
+
+// walkAlternates calls visit with each store the alternates content of
+// the objects directory objects names, then with those their own
+// info/alternates name, as git reads them: every line but empty ones and
+// comments, relative ones from the directory whose file names them.
+// follow says whether a store's own info/alternates is read: only in the
+// roots and the read-only grants (nil: nowhere). Past a store outside
+// them the chain is already a risk, and nothing there is looked at.
+func walkAlternates(objects string, content []byte, depth int, follow func(string) bool, visit func(altStore)) {
+	if depth >= maxAlternatesDepth {
+		return
+	}
+	for _, line := range strings.Split(string(content), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		s := altStore{line: line}
+		switch {
+		case line[0] == '"' || strings.ContainsRune(line, 0):
+			s.odd = "a quoted path, which git unquotes"
+		default:
+			p, err := canonical(under(objects, line))
+			if err != nil {
+				s.odd = err.Error()
+				break
+			}
+			s.path = p
+			s.id, _ = lstatIdent(p)
+			if s.id.isDir() && follow != nil && follow(p) {
+				if b, _, err := readRegular(filepath.Join(p, "info", "alternates"), maxAlternatesBytes); err == nil {
+					s.nested = b
+				}
+			}
+		}
+		visit(s)
+		if s.nested != nil {
+			walkAlternates(s.path, s.nested, depth+1, follow, visit)
+		}
+	}
 }
 
 // judgeAlternates says why an alternates file would let the user's git
 // read, as this repository's, objects the sandbox does not show commands,
-// or "": each object store it names must lie in the writable roots or a
-// path the user granted read-only. Git reads every line but empty ones
-// and comments as a path (object-file.c, link_alt_odb_entries), a quoted
-// one C-unquoted, which this does not read: a risk. What lies outside is
-// never looked at, so the note is the same whatever is there.
+// or "": each object store of its chain must lie in the writable roots or
+// a path the user granted read-only. A line git would unquote, which this
+// does not read, is a risk. What lies outside is never looked at but for
+// whether it is there, so the note is the same whatever is there.
 func (g *Guard) judgeAlternates(e element) string {
-	objects := filepath.Dir(filepath.Dir(e.path))
-	for _, line := range strings.Split(string(e.content), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
+	why := ""
+	walkAlternates(filepath.Dir(filepath.Dir(e.path)), e.content, 0, g.res.follow, func(s altStore) {
+		switch {
+		case why != "":
+		case s.odd != "":
+			why = "it names an object store that cannot be followed safely: " + quoteCapped(s.line)
+		default:
+			if kind, _, _ := g.place(s.path); kind == outside && !g.readable(s.path) {
+				why = "it names (or an object store it names names) an object store outside the writable roots and the paths granted read-only, " + quoteCapped(s.line) +
+					": the user's own git would read that repository's objects as this one's, and copy them in (git fsck --lost-found, git repack)"
+			}
 		}
-		if line[0] == '"' || strings.ContainsRune(line, 0) {
-			return "it names an object store git would unquote: " + quoteCapped(line)
-		}
-		p, err := canonical(under(objects, line))
-		if err != nil {
-			return "it names an object store that cannot be followed safely: " + quoteCapped(line)
-		}
-		if kind, _, _ := g.place(p); kind == outside && !g.readable(p) {
-			return "it names an object store outside the writable roots and the paths granted read-only, " + quoteCapped(line) +
-				": the user's own git would read that repository's objects as this one's, and copy them in (git fsck --lost-found, git repack)"
-		}
-	}
-	return ""
+	})
+	return why
 }

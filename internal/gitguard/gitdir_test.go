@@ -135,3 +135,90 @@ func TestEndMovesAlternatesOutsideAside(t *testing.T) {
 		})
 	}
 }
+
+// The chain of alternates, as git reads it: a store in the workspace
+// whose own info/alternates names a hidden repository, and a store
+// allowed once and later swapped for a symlink to one, are each judged.
+func TestEndJudgesTheWholeAlternatesChain(t *testing.T) {
+	const priv = `git init -q "$HOME/priv" && echo PRIVATE-WIP > "$HOME/priv/w" && git -C "$HOME/priv" add w && git -C "$HOME/priv" rm -q --cached w`
+	lostFound := func(f *fixture) bool {
+		cmd := exec.Command(f.git, "-C", f.root, "fsck", "--lost-found")
+		cmd.Env = f.env()
+		cmd.Run()
+		out, _ := exec.Command("sh", "-c", "cat "+f.root+"/.git/lost-found/other/* 2>/dev/null").Output()
+		return strings.Contains(string(out), "PRIVATE-WIP")
+	}
+	for _, tt := range []struct {
+		name  string
+		calls []string
+	}{
+		{"nested", []string{`mkdir -p build/cache/info && echo "$HOME/priv/.git/objects" > build/cache/info/alternates && echo ../../build/cache > .git/objects/info/alternates`}},
+		{"nested later", []string{`mkdir -p build/cache/info && echo ../../build/cache > .git/objects/info/alternates`,
+			`echo "$HOME/priv/.git/objects" > build/cache/info/alternates`}},
+		{"swapped for a symlink", []string{`mkdir -p build/objcache && echo ../../build/objcache > .git/objects/info/alternates`,
+			`rmdir build/objcache && ln -s "$HOME/priv/.git/objects" build/objcache`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctl := newFixture(t)
+			ctl.sh(userRepo)
+			ctl.sh(priv)
+			for _, c := range tt.calls {
+				ctl.sh(c)
+			}
+			if !lostFound(ctl) {
+				t.Fatal("control: the hidden repository's objects did not land in the workspace; the test tests nothing")
+			}
+			for _, walk := range []bool{false, true} {
+				f := newFixture(t)
+				f.walk = walk
+				f.sh(userRepo)
+				f.sh(priv)
+				f.start()
+				var notes []string
+				for _, c := range tt.calls {
+					notes = append(notes, f.call(c)...)
+				}
+				if !strings.Contains(strings.Join(notes, "\n"), "moved .git/objects/info/alternates aside") {
+					t.Errorf("walk=%v: notes %q, want the alternates file moved aside", walk, notes)
+				}
+				if lostFound(f) {
+					t.Errorf("walk=%v: the hidden repository's objects landed in the workspace", walk)
+				}
+			}
+		})
+	}
+}
+
+// A stray entry too large to read is judged by itself, not at the cost of
+// the git directory that holds it; git subtree's cache is git's own.
+func TestStrayEntryTooLargeToRead(t *testing.T) {
+	f := newFixture(t)
+	f.sh(userRepo)
+	f.start()
+	big := `mkdir -p .git/D && cd .git/D && seq 1 10001 | xargs touch`
+	if notes := f.call(strings.ReplaceAll(big, "/D", "/subtree-cache")); len(notes) != 0 {
+		t.Errorf("git subtree's cache was judged: %q", notes)
+	}
+	notes := f.call(strings.ReplaceAll(big, "/D", "/junk"))
+	if all := strings.Join(notes, "\n"); !strings.Contains(all, "moved .git/junk aside") || strings.Contains(all, "moved .git aside") {
+		t.Errorf("notes %q, want .git/junk moved aside, and only it", notes)
+	}
+	if _, err := os.Stat(filepath.Join(f.root, ".git", "HEAD")); err != nil {
+		t.Errorf("the repository went: %v", err)
+	}
+}
+
+// BISECT_START is where git bisect reset goes back to: an option there
+// ("-f") would throw the user's changes away; a branch name stays.
+func TestBisectStartMustBeAName(t *testing.T) {
+	f := newFixture(t)
+	f.sh(userRepo + " && git commit -q --allow-empty -m b")
+	f.start()
+	if notes := f.call(`git bisect start -q 2>/dev/null || git bisect start >/dev/null; git bisect good HEAD~1 >/dev/null; git bisect bad HEAD >/dev/null`); len(notes) != 0 {
+		t.Fatalf("an honest bisect was judged: %q", notes)
+	}
+	notes := f.call(`echo -f > .git/BISECT_START`)
+	if !strings.Contains(strings.Join(notes, "\n"), "moved .git/BISECT_START aside") {
+		t.Errorf("notes %q, want BISECT_START moved aside", notes)
+	}
+}

@@ -179,7 +179,8 @@ func New(cfg Config) (*Guard, error) {
 		g.checkIndex = gitIndexChecker(cfg.Git)
 	}
 	g.res = resolver{home: cfg.Home, list: g.listPaths, placeholder: g.ph.pristine,
-		dirs: map[string]cachedDir{}, used: map[string]bool{}}
+		dirs: map[string]cachedDir{}, used: map[string]bool{},
+		follow: func(p string) bool { k, _, _ := g.place(p); return k != outside || g.readable(p) }}
 	for _, f := range cfg.GlobalConfigs {
 		e, _ := g.res.config(f)
 		if e.content == nil {

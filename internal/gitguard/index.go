@@ -10,6 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +34,11 @@ import (
 // maxIndexBytes caps an index the guard copies for git to read. A
 // repository of a million files has an index of about 100 MiB.
 const maxIndexBytes = 256 << 20
+
+// gitMemoryKiB bounds the address space of each run of git on what a
+// command wrote (1 GiB): git read-tree of a repository of a million files
+// needs a few hundred MiB.
+const gitMemoryKiB = 1 << 20
 
 // indexTimeout bounds each run of git on an index.
 const indexTimeout = 20 * time.Second
@@ -203,13 +211,30 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 			return "", err
 		}
 	}
-	total := int64(0)
-	for _, src := range append([]string{index}, shared...) {
-		n, err := copyRegular(src, filepath.Join(gitdir, filepath.Base(src)), maxIndexBytes-total)
-		if err != nil {
-			return "", err
+	size, err := copyRegular(index, filepath.Join(gitdir, "index"), maxIndexBytes)
+	if err != nil {
+		return "", err
+	}
+	// A split index's shared part is the one git names, when it needs
+	// it: copied then, and the listing read again.
+	byName := map[string]string{}
+	for _, p := range shared {
+		byName[filepath.Base(p)] = p
+	}
+	copied := map[string]bool{}
+	needShared := func(err error) bool {
+		name := sharedIndexRe.FindString(err.Error())
+		src, ok := byName[name]
+		if name == "" || !ok || copied[name] {
+			return false
 		}
-		total += n
+		copied[name] = true
+		n, err := copyRegular(src, filepath.Join(gitdir, name), maxIndexBytes)
+		if err != nil {
+			return false
+		}
+		size += n
+		return true
 	}
 
 	env := []string{
@@ -217,38 +242,67 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_DIR=" + gitdir, "GIT_WORK_TREE=" + work,
 	}
-	listing := filepath.Join(tmp, "listing")
-	// A listing names each path once, whole: more than the index when
-	// index.version 4 has compressed the names.
-	max := 16*total + 1<<20
-	list := func(sparse bool) error {
-		os.Remove(listing)
-		out, err := os.OpenFile(listing, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
+	// list lists the index into the file at path, as a whole index or a
+	// sparse one, read one entry after the other or with threads.
+	list := func(path string, sparse, threads bool) error {
+		for try := 0; ; try++ {
+			os.Remove(path)
+			out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return err
+			}
+			args := []string{"-c", "index.threads=1"}
+			if threads {
+				// With threads, git takes the entries from where the
+				// index's IEOT extension says they are, and with 4 it
+				// reads so whatever the number of CPUs here.
+				args = []string{"-c", "index.threads=4"}
+			}
+			if sparse {
+				// A sparse index stays sparse with a cone of the top
+				// directory alone.
+				args = append(args, "-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true", "-c", "index.sparse=true")
+			}
+			args = append(args, "ls-files", "-z", "--stage")
+			if sparse {
+				args = append(args, "--sparse")
+			}
+			// A listing names each path once, whole: more than the index
+			// when index.version 4 has compressed the names.
+			stderr, err := runGit(git, "ls-files", work, env, nil, &limitedWriter{w: out, max: 16*size + 1<<20}, args...)
+			out.Close()
+			if err == nil && stderr != "" {
+				// Git says what it could not read, and goes on without it.
+				err = errors.New(stderr)
+			}
+			if err != nil && try < 2 && needShared(err) {
+				continue
+			}
 			return err
 		}
-		args := []string{"ls-files", "-z", "--stage"}
-		if sparse {
-			// A sparse index stays sparse with a cone of the top
-			// directory alone.
-			args = append([]string{"-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true", "-c", "index.sparse=true"}, append(args, "--sparse")...)
-		}
-		stderr, err := runGit(git, "ls-files", work, env, nil, &limitedWriter{w: out, max: max}, args...)
-		out.Close()
-		if err == nil && stderr != "" {
-			// Git says what it could not read, and goes on without it.
-			err = errors.New(stderr)
-		}
-		return err
 	}
 	// Read as a whole index first: git expands a sparse one from objects,
 	// which the scratch directory does not have, and says so. Then as a
 	// sparse index, which git keeps as it is: read so, a whole index is
 	// made sparse where it can be, from objects too.
-	if err := list(false); err != nil {
-		if err2 := list(true); err2 != nil {
+	listing := filepath.Join(tmp, "listing")
+	sparse := false
+	if err := list(listing, false, false); err != nil {
+		if err2 := list(listing, true, false); err2 != nil {
 			return "", err
 		}
+		sparse = true
+	}
+	// The user's git may read with threads (index.threads, scalar's
+	// repositories), from other offsets: both readings must agree.
+	threaded := filepath.Join(tmp, "threaded")
+	if err := list(threaded, sparse, true); err != nil {
+		return "it reads differently with threads (" + quoteCapped(err.Error()) + ")", nil
+	}
+	if same, err := sameFiles(listing, threaded); err != nil {
+		return "", err
+	} else if !same {
+		return "it holds other entries for a git that reads it with threads (index.threads) than for one that reads it in order", nil
 	}
 	names := filepath.Join(tmp, "names")
 	if err := fileEntries(listing, names); err != nil {
@@ -272,6 +326,41 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 		return "it names a path git refuses to have in an index (" + quoteCapped(msg) + ")", nil
 	}
 	return "", nil
+}
+
+// sharedIndexRe finds the shared index file git names when it cannot
+// open it.
+var sharedIndexRe = regexp.MustCompile(`sharedindex\.[0-9a-f]{40,64}`)
+
+// sameFiles reports whether the files a and b, which the guard wrote,
+// hold the same bytes, read a block at a time.
+func sameFiles(a, b string) (bool, error) {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, errA := io.ReadFull(fa, ba)
+		nb, errB := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		switch {
+		case errA == io.EOF || errA == io.ErrUnexpectedEOF:
+			return errB == io.EOF || errB == io.ErrUnexpectedEOF, nil
+		case errA != nil:
+			return false, errA
+		case errB != nil:
+			return false, errB
+		}
+	}
 }
 
 // fileEntries rewrites git ls-files -z --stage output (the file from)
@@ -331,6 +420,13 @@ func runGit(git, name, dir string, env []string, stdin io.Reader, stdout io.Writ
 	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, git, args...)
+	if runtime.GOOS == "linux" {
+		// What git reads here a command wrote: an index, or a tree that
+		// expands to billions of entries (read-tree). Its address space
+		// is bounded as the command's memory is not, by the shell, which
+		// then becomes git.
+		cmd = exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `ulimit -v ` + strconv.Itoa(gitMemoryKiB) + ` && exec "$0" "$@"`, git}, args...)...)
+	}
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdin, cmd.Stdout = stdin, stdout
 	var errOut bytes.Buffer
@@ -362,7 +458,10 @@ func (g *Guard) rebuildIndex(gitdir string) error {
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_NO_REPLACE_OBJECTS=1",
 		"GIT_DIR=" + gitdir,
 	}
-	_, err := runGit(g.cfg.Git, "read-tree", gitdir, env, nil, io.Discard, "-c", "core.fsmonitor=false", "read-tree", "HEAD")
+	// Packs are read through small windows, which fit the bound on its
+	// memory (runGit) however large they are.
+	_, err := runGit(g.cfg.Git, "read-tree", gitdir, env, nil, io.Discard, "-c", "core.fsmonitor=false",
+		"-c", "core.packedGitWindowSize=32m", "-c", "core.packedGitLimit=256m", "-c", "core.deltaBaseCacheLimit=32m", "read-tree", "HEAD")
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -284,5 +285,113 @@ func TestEndMovesPlantedIndexAside(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// spliceIndex writes out: benign's header and entries, which git reads
+// one after the other, then hostile's entries hidden in a cache-tree
+// extension after a valid root, an IEOT extension whose one block points
+// at them, and an EOIE extension: git reading with threads takes its
+// entries from the IEOT block. Both are index version 2, of as many
+// entries.
+func spliceIndex(t *testing.T, benign, hostile, out string) {
+	t.Helper()
+	entries := func(path string) ([]byte, uint32, int) {
+		d, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(d[:4]) != "DIRC" || binary.BigEndian.Uint32(d[4:8]) != 2 {
+			t.Fatalf("%s: not an index of version 2", path)
+		}
+		n := binary.BigEndian.Uint32(d[8:12])
+		off := 12
+		for range n {
+			flags := binary.BigEndian.Uint16(d[off+60 : off+62])
+			hdr := 62
+			if flags&0x4000 != 0 {
+				hdr += 2
+			}
+			nl := bytes.IndexByte(d[off+hdr:], 0)
+			off += (hdr + nl + 8) &^ 7
+		}
+		return d, n, off
+	}
+	b, bn, boff := entries(benign)
+	h, hn, hoff := entries(hostile)
+	if bn != hn {
+		t.Fatalf("spliceIndex: %d and %d entries", bn, hn)
+	}
+	ext := func(sig string, payload []byte) []byte {
+		x := append([]byte(sig), 0, 0, 0, 0)
+		binary.BigEndian.PutUint32(x[4:], uint32(len(payload)))
+		return append(x, payload...)
+	}
+	o := append([]byte(nil), b[:boff]...)
+	start := len(o)
+	pre := []byte("\x00-1 0\n")
+	tree := ext("TREE", append(append([]byte(nil), pre...), h[12:hoff]...))
+	var ieotPayload [12]byte
+	binary.BigEndian.PutUint32(ieotPayload[0:], 1)
+	binary.BigEndian.PutUint32(ieotPayload[4:], uint32(start+8+len(pre)))
+	binary.BigEndian.PutUint32(ieotPayload[8:], hn)
+	ieot := ext("IEOT", ieotPayload[:])
+	o = append(append(o, tree...), ieot...)
+	hh := sha1.New()
+	hh.Write(tree[:8])
+	hh.Write(ieot[:8])
+	var eoie [4]byte
+	binary.BigEndian.PutUint32(eoie[:], uint32(start))
+	o = append(o, ext("EOIE", append(eoie[:], hh.Sum(nil)...))...)
+	sum := sha1.Sum(o)
+	if err := os.WriteFile(out, append(o, sum[:]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An index that git reads one way in order and another with threads
+// (index.threads, which scalar sets): the check reads it both ways.
+func TestCheckIndexThreadedReading(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git on PATH")
+	}
+	dir := t.TempDir()
+	shIn(t, dir, "git init -q && echo a > a && git add a && git commit -qm one && h=$(git hash-object -w a) && "+
+		"GIT_INDEX_FILE=.git/benign git read-tree HEAD && GIT_INDEX_FILE=.git/benign git update-index --add --cacheinfo 100644,$h,zzzzzzzzzzzzzzzzzzzzz && "+
+		"GIT_INDEX_FILE=.git/hostile git read-tree HEAD && GIT_INDEX_FILE=.git/hostile git update-index --add --chmod=+x --cacheinfo 100755,$h,.zzz/zzzzz/pre-commit")
+	gitdir := filepath.Join(dir, ".git")
+	renameIndexEntry(t, filepath.Join(gitdir, "hostile"), ".zzz/zzzzz/pre-commit", ".git/hooks/pre-commit", false)
+	spliceIndex(t, filepath.Join(gitdir, "benign"), filepath.Join(gitdir, "hostile"), filepath.Join(gitdir, "index"))
+	if out := gitIn(t, dir, "-c", "index.threads=1", "ls-files"); strings.Contains(out, ".git/hooks") {
+		t.Fatalf("control: read in order, git lists %q", out)
+	}
+	if out := gitIn(t, dir, "-c", "index.threads=4", "ls-files"); !strings.Contains(out, ".git/hooks/pre-commit") {
+		t.Fatalf("control: read with threads, git lists %q, not the planted name: the test tests nothing", out)
+	}
+	why, err := checkIndexWithGit(git, filepath.Join(gitdir, "index"), nil, false)
+	if err != nil || why == "" {
+		t.Errorf("judged harmless (%q, %v): a git that reads with threads writes .git/hooks/pre-commit", why, err)
+	}
+}
+
+// Of a split index's shared parts, git reads the one the index names: only
+// that one is copied, so others beside it (old ones, a FIFO, a directory
+// of such a name) cost nothing.
+func TestCheckIndexReadsOnlyTheSharedPartGitNames(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git on PATH")
+	}
+	dir := t.TempDir()
+	shIn(t, dir, "git init -q && git config core.splitIndex true && echo a > a && git add a && git commit -qm one && echo b > a && git add a && "+
+		"mkfifo .git/sharedindex.0123456789012345678901234567890123456789 && mkdir .git/sharedindex.x")
+	gitdir := filepath.Join(dir, ".git")
+	shared, _ := filepath.Glob(filepath.Join(gitdir, "sharedindex.*"))
+	if len(shared) != 3 {
+		t.Fatalf("shared parts %q, want 3", shared)
+	}
+	if why, err := checkIndexWithGit(git, filepath.Join(gitdir, "index"), shared, false); why != "" || err != nil {
+		t.Errorf("an honest split index judged %q, %v", why, err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha1"
+	"encoding/binary"
 	"fmt"
 	"os"
 )
@@ -30,4 +31,73 @@ func indexRename(path, from, to string) error {
 	body = bytes.Replace(body, old, append([]byte(to), 0), 1)
 	sum := sha1.Sum(body)
 	return os.WriteFile(path, append(body, sum[:]...), 0o644)
+}
+
+// indexSplice writes out: benign's header and entries, which git reads
+// one after the other, then hostile's entries hidden in a cache-tree
+// extension after a valid root, an IEOT extension whose one block points
+// at them, and an EOIE extension: git reading with threads
+// (index.threads) takes its entries from the IEOT block. Both must be
+// index version 2, of as many entries.
+func indexSplice(benign, hostile, out string) error {
+	entries := func(path string) ([]byte, uint32, int, error) {
+		d, err := os.ReadFile(path)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if len(d) < 12 || string(d[:4]) != "DIRC" || binary.BigEndian.Uint32(d[4:8]) != 2 {
+			return nil, 0, 0, fmt.Errorf("%s: not an index of version 2", path)
+		}
+		n := binary.BigEndian.Uint32(d[8:12])
+		off := 12
+		for range n {
+			if off+62 > len(d) {
+				return nil, 0, 0, fmt.Errorf("%s: truncated", path)
+			}
+			hdr := 62
+			if binary.BigEndian.Uint16(d[off+60:off+62])&0x4000 != 0 {
+				hdr += 2
+			}
+			nl := bytes.IndexByte(d[off+hdr:], 0)
+			if nl < 0 {
+				return nil, 0, 0, fmt.Errorf("%s: truncated", path)
+			}
+			off += (hdr + nl + 8) &^ 7
+		}
+		return d, n, off, nil
+	}
+	b, bn, boff, err := entries(benign)
+	if err != nil {
+		return err
+	}
+	h, hn, hoff, err := entries(hostile)
+	if err != nil {
+		return err
+	}
+	if bn != hn {
+		return fmt.Errorf("%d and %d entries", bn, hn)
+	}
+	ext := func(sig string, payload []byte) []byte {
+		x := append([]byte(sig), 0, 0, 0, 0)
+		binary.BigEndian.PutUint32(x[4:], uint32(len(payload)))
+		return append(x, payload...)
+	}
+	o := append([]byte(nil), b[:boff]...)
+	start := len(o)
+	pre := []byte("\x00-1 0\n")
+	tree := ext("TREE", append(append([]byte(nil), pre...), h[12:hoff]...))
+	var p [12]byte
+	binary.BigEndian.PutUint32(p[0:], 1)
+	binary.BigEndian.PutUint32(p[4:], uint32(start+8+len(pre)))
+	binary.BigEndian.PutUint32(p[8:], hn)
+	ieot := ext("IEOT", p[:])
+	o = append(append(o, tree...), ieot...)
+	hh := sha1.New()
+	hh.Write(tree[:8])
+	hh.Write(ieot[:8])
+	var eoie [4]byte
+	binary.BigEndian.PutUint32(eoie[:], uint32(start))
+	o = append(o, ext("EOIE", append(eoie[:], hh.Sum(nil)...))...)
+	sum := sha1.Sum(o)
+	return os.WriteFile(out, append(o, sum[:]...), 0o644)
 }

@@ -136,6 +136,10 @@ func main() {
 		if e := indexRename(arg(1), arg(2), arg(3)); e != nil {
 			err = setupError{e}
 		}
+	case "index-splice":
+		if e := indexSplice(arg(1), arg(2), arg(3)); e != nil {
+			err = setupError{e}
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "attack: unknown subcommand %q\n", os.Args[1])
 		os.Exit(1)

@@ -50,6 +50,11 @@ func main() {
 			fmt.Printf("setup: %v\n", e)
 			os.Exit(4)
 		}
+	case "index-splice":
+		if e := indexSplice(arg(1), arg(2), arg(3)); e != nil {
+			fmt.Printf("setup: %v\n", e)
+			os.Exit(4)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "attack: unknown subcommand %q on macOS\n", os.Args[1])
 		os.Exit(1)
