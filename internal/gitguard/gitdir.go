@@ -25,7 +25,7 @@ var gitdirNames = map[string]bool{
 	"objects": true, "refs": true, "logs": true, "hooks": true, "info": true, "branches": true,
 	"remotes": true, "worktrees": true, "modules": true, "rr-cache": true, "svn": true, "common": true,
 	"lost-found": true, "rebase-merge": true, "rebase-apply": true, "sequencer": true,
-	"rebased-patches": true, "gc.pid": true, "gc.log": true, "fsmonitor--daemon.ipc": true,
+	"rebased-patches": true, "gc.pid": true, "gc.log": true, "fsmonitor--daemon.ipc": true, "fsmonitor--daemon": true,
 	"ORIG_HEAD": true, "FETCH_HEAD": true, "MERGE_HEAD": true, "MERGE_MSG": true, "MERGE_MODE": true,
 	"MERGE_RR": true, "MERGE_AUTOSTASH": true, "AUTO_MERGE": true, "CHERRY_PICK_HEAD": true,
 	"REVERT_HEAD": true, "REBASE_HEAD": true, "BISECT_LOG": true, "BISECT_NAMES": true,
