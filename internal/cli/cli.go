@@ -62,6 +62,7 @@ type flags struct {
 	cpus          float64
 	stayInCgroup  bool
 	noHomeTools   bool
+	hostGit       string
 	allowNet      []string
 	hostNetwork   bool
 	// withoutNamespaces asks for the sandbox without namespaces;
@@ -105,6 +106,7 @@ func newFlags() *flags {
 	fs.Var(&f.tmpSize, "tmp-size", "size of each private /tmp, /var/tmp, /run and /dev/shm; 0 for the kernel's default, half of RAM (Linux only: none on macOS)")
 	fs.DurationVar(&f.cpuTime, "cpu-time", policy.DefaultCPUTime, "CPU time of each process of a command; 0 for none")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth of one command, in CPUs (1.5 = one and a half); 0 for none (needs a delegated cgroup v2)")
+	fs.StringVar(&f.hostGit, "host-git", "", "the git the server itself runs on the host, to read your identity and judge repositories, where yours is not in the system's places (/usr, Homebrew on macOS): a path commands cannot write")
 	fs.BoolVar(&f.noHomeTools, "no-home-tools", false, "keep the home's tool directories hidden too; by default those on PATH (pyenv, nvm, rustup, ~/.local/bin...) are shown read-only, credentials inside still masked")
 	fs.BoolVar(&f.stayInCgroup, "stay-in-cgroup", false, "keep the server in the cgroup it was started in, rather than ask systemd for a delegated cgroup v2 scope of its own (without one, memory is limited per process)")
 	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "let commands reach HOST[:PORT] over HTTP(S) through the server's proxy; without a port, 80 and 443; *.example.com for every name below it; presets "+strings.Join(policy.PresetNames(), ", ")+" (repeatable)")
@@ -291,6 +293,7 @@ func buildPolicy(f *flags, oneShot bool) (*policy.Policy, error) {
 		},
 		HostEnv:           os.Environ(),
 		NoHomeTools:       f.noHomeTools,
+		HostGit:           f.hostGit,
 		WithoutNamespaces: f.withoutNamespaces,
 		Unprotected:       f.unprotected,
 	}

@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/gitconfig"
@@ -281,21 +283,34 @@ func writeGitSettings(p *policy.Policy) error {
 // ours reports whether name in root is a regular file that begins with
 // header: one the server wrote.
 func ours(root *os.Root, name, header string) bool {
-	fi, err := root.Lstat(name)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
-		return false
-	}
-	b, err := root.ReadFile(name)
+	b, err := readRegularIn(root, name, 1<<20)
 	return err == nil && bytes.HasPrefix(b, []byte(header))
+}
+
+// readRegularIn reads name in root if it is a regular file of at most max
+// bytes: opened without blocking and without following a final symlink,
+// and checked on the descriptor, so a FIFO swapped in after any check
+// cannot hold the server.
+func readRegularIn(root *os.Root, name string, max int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, errors.New("not a regular file of that size")
+	}
+	return io.ReadAll(io.LimitReader(f, max+1))
 }
 
 // replaceIn puts content at name in root, unless it holds it already.
 func replaceIn(root *os.Root, name string, content []byte) error {
-	// Read only a regular file of that size: a FIFO would block.
-	if fi, err := root.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(content)) {
-		if b, err := root.ReadFile(name); err == nil && bytes.Equal(b, content) {
-			return nil
-		}
+	if b, err := readRegularIn(root, name, int64(len(content))); err == nil && bytes.Equal(b, content) {
+		return nil
 	}
 	var r [8]byte
 	rand.Read(r[:])

@@ -5,7 +5,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // What is carried reads back, through git, as what the user set; nothing
@@ -46,5 +48,32 @@ func TestGitSettingsFiles(t *testing.T) {
 		if strings.Contains(strings.ToLower(string(config)), strings.ToLower(secret)) {
 			t.Errorf("%q was carried:\n%s", secret, config)
 		}
+	}
+}
+
+// What a command leaves in the private home where the server reads: a
+// FIFO does not block the read, whenever it was swapped in.
+func TestReadRegularInRefusesAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "config"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	done := make(chan error, 1)
+	go func() { _, err := readRegularIn(root, "config", 1<<20); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a FIFO was read as a file")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO blocked")
+	}
+	if ours(root, "config", "#") || replaceIn(root, "config", []byte("x")) != nil {
+		t.Error("ours or replaceIn with a FIFO in the way")
 	}
 }

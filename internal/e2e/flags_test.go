@@ -19,6 +19,7 @@ func TestBadFlagSaysWhatWasTyped(t *testing.T) {
 		{"output too small", []string{"--max-output", "100"}, `--max-output "100": out of range`},
 		{"no concurrency", []string{"--max-concurrent", "0"}, `--max-concurrent "0": out of range`},
 		{"too much concurrency", []string{"--max-concurrent", "0x200"}, `--max-concurrent "0x200": out of range`},
+		{"host git relative", []string{"--host-git", "bin/git"}, `--host-git "bin/git": not an absolute path`},
 		{"memory too small", []string{"--memory", "10MiB"}, `--memory "10MiB": too small`},
 		{"file size too small", []string{"--max-file-size", "1000KB"}, `--max-file-size "1000KB": too small`},
 		{"network before the command", []string{"--allow-net", "--", "true"}, "--allow-net needs a value"},

@@ -115,3 +115,42 @@ func TestHostGitNotPlanted(t *testing.T) {
 		}
 	}
 }
+
+// TestHostGitOfAnotherServer: another server of the user's, on another
+// workspace, writes where this one's commands do not; a git one of its
+// commands planted in a directory on PATH (a tools repository's bin/) is
+// not this server's to run, at start nor after a call that makes a
+// repository (which the git guard judges with the host's git).
+func TestHostGitOfAnotherServer(t *testing.T) {
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git on the host")
+	}
+	if realGit, err = filepath.EvalSymlinks(realGit); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	e.write(filepath.Join(e.home, ".gitconfig"), "[include]\n\tpath = identity.inc\n", 0o644)
+	e.write(filepath.Join(e.home, "identity.inc"), "[user]\n\tname = Real Name\n\temail = real@example.com\n", 0o644)
+	marker := filepath.Join(t.TempDir(), "planted-git-ran")
+	// Server A's workspace: the user's tools repository, whose bin/ is on
+	// PATH; A's command planted git there.
+	tools := filepath.Join(e.home, "tools")
+	e.write(filepath.Join(tools, "bin", "git"), fmt.Sprintf("#!/bin/sh\necho \"ran $*\" >> %s\nexec %s \"$@\"\n", marker, realGit), 0o755)
+	e.setVar("PATH", filepath.Join(tools, "bin")+":"+e.getVar("PATH"))
+	// The system's temporary directory is where this test's files are:
+	// elsewhere, as on most machines, so that the tools lie outside it.
+	tmp := filepath.Join(e.home, ".tmp")
+	if err := os.MkdirAll(tmp, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	e.setVar("TMPDIR", tmp)
+	s := e.serve()
+	res, out := s.sh(t, `git init -q x && git -C x config core.pager less; printf '%s' "$GIT_AUTHOR_NAME"`)
+	if b, err := os.ReadFile(marker); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("another server's planted git ran on the host: %q %v", b, err)
+	}
+	if out.Stdout != "Real Name" || !strings.Contains(text(res), "moved x/.git aside") {
+		t.Errorf("want the identity from the real git and the repository judged by it: %s", text(res))
+	}
+}

@@ -63,6 +63,7 @@ func (g *Guard) Begin() (*Call, error) {
 	}
 	if g.running == 0 {
 		g.trustLinks() // what the finders found while no call ran: the user's
+		clear(g.rebuilt)
 	}
 	cur := g.resolveAll()
 	if g.running == 0 {
@@ -232,6 +233,9 @@ func (c *Call) end(judge bool) []string {
 			els := cur[cand]
 			var changed []element
 			for _, e := range els {
+				if e.role == roleIndex && g.rebuilt[e.path] == e.id && e.id.exists() {
+					continue // the guard's own, made from HEAD this round
+				}
 				if !trusted[e.key()] {
 					changed = append(changed, e)
 				}

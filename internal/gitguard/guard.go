@@ -99,6 +99,9 @@ type Guard struct {
 	list lister
 	// checkIndex judges an index made or changed during a call (index.go).
 	checkIndex indexChecker
+	// rebuilt are the indexes the guard made anew (rebuildIndex) since no
+	// call ran, as made: its own, not judged again.
+	rebuilt map[string]ident
 
 	mu       sync.Mutex
 	find     finder
@@ -165,6 +168,7 @@ func New(cfg Config) (*Guard, error) {
 		cfg:        cfg,
 		list:       noGit,
 		checkIndex: noIndexGit,
+		rebuilt:    map[string]ident{},
 		listings:   map[string]listing{},
 		seen:       map[string]bool{},
 		byContent:  map[[sha256.Size]byte]listing{},

@@ -31,14 +31,23 @@ import (
 // a fresh index, which runs git's own verify_path on each. A name git
 // refuses there is one it would never have put in an index itself.
 
+// maxListingBytes caps what git lists of an index (a name and a few
+// fields an entry): an index of a million files lists in about 110 MiB,
+// and one whose names index.version 4 compresses cannot make it more.
+const maxListingBytes = 256 << 20
+
 // maxIndexBytes caps an index the guard copies for git to read. A
 // repository of a million files has an index of about 100 MiB.
-const maxIndexBytes = 256 << 20
+const maxIndexBytes = 128 << 20
 
 // gitMemoryKiB bounds the address space of each run of git on what a
 // command wrote (1 GiB): git read-tree of a repository of a million files
 // needs a few hundred MiB.
 const gitMemoryKiB = 1 << 20
+
+// errTimeout is a run of git that did not end in time: what it read
+// could not be checked, which is no verdict on it.
+var errTimeout = errors.New("it took longer than the sandbox gives it")
 
 // indexTimeout bounds each run of git on an index.
 const indexTimeout = 20 * time.Second
@@ -269,7 +278,7 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 			}
 			// A listing names each path once, whole: more than the index
 			// when index.version 4 has compressed the names.
-			stderr, err := runGit(git, "ls-files", work, env, nil, &limitedWriter{w: out, max: 16*size + 1<<20}, args...)
+			stderr, err := runGit(git, "ls-files", work, env, nil, &limitedWriter{w: out, max: min(16*size+1<<20, maxListingBytes)}, args...)
 			out.Close()
 			if err == nil && stderr != "" {
 				// Git says what it could not read, and goes on without it.
@@ -318,6 +327,9 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 		"-c", "core.protectNTFS=true", "-c", "core.protectHFS=true",
 		"-c", "index.sparse=false", "-c", "core.sparseCheckout=false",
 		"update-index", "-z", "--index-info")
+	if errors.Is(err, errTimeout) {
+		return "", err
+	}
 	if err != nil || stderr != "" {
 		msg := stderr
 		if msg == "" {
@@ -425,7 +437,7 @@ func runGit(git, name, dir string, env []string, stdin io.Reader, stdout io.Writ
 		// expands to billions of entries (read-tree). Its address space
 		// is bounded as the command's memory is not, by the shell, which
 		// then becomes git.
-		cmd = exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `ulimit -v ` + strconv.Itoa(gitMemoryKiB) + ` && exec "$0" "$@"`, git}, args...)...)
+		cmd = exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `ulimit -v ` + strconv.Itoa(gitMemoryKiB) + ` && ulimit -f ` + strconv.Itoa(maxListingBytes/512) + ` && exec "$0" "$@"`, git}, args...)...)
 	}
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdin, cmd.Stdout = stdin, stdout
@@ -434,6 +446,9 @@ func runGit(git, name, dir string, env []string, stdin io.Reader, stdout io.Writ
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	msg, _, _ := strings.Cut(strings.TrimSpace(errOut.String()), "\n")
+	if err != nil && ctx.Err() != nil {
+		return "", fmt.Errorf("git %s: %w", name, errTimeout)
+	}
 	if err != nil {
 		if msg == "" {
 			msg = err.Error()
@@ -453,6 +468,7 @@ func (g *Guard) rebuildIndex(gitdir string) error {
 	if g.cfg.Git == "" {
 		return errors.New("no git on this machine")
 	}
+	began := time.Now()
 	env := []string{
 		"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LC_ALL=C",
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_NO_REPLACE_OBJECTS=1",
@@ -460,9 +476,25 @@ func (g *Guard) rebuildIndex(gitdir string) error {
 	}
 	// Packs are read through small windows, which fit the bound on its
 	// memory (runGit) however large they are.
-	_, err := runGit(g.cfg.Git, "read-tree", gitdir, env, nil, io.Discard, "-c", "core.fsmonitor=false",
+	// No hook: git runs post-index-change on every index it writes, and
+	// a repository's hooks can lie where commands write (a --writable
+	// hooks path).
+	_, err := runGit(g.cfg.Git, "read-tree", gitdir, env, nil, io.Discard, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
 		"-c", "core.packedGitWindowSize=32m", "-c", "core.packedGitLimit=256m", "-c", "core.deltaBaseCacheLimit=32m", "read-tree", "HEAD")
-	return err
+	if err != nil {
+		// Killed at its bound, git leaves its lock: the user's git
+		// would then refuse to write an index at all. Only the lock
+		// made since this run began, as git makes it (empty).
+		lock := filepath.Join(gitdir, "index.lock")
+		if id, lerr := lstatIdent(lock); lerr == nil && id.isReg() && id.Size == 0 && id.Mtime >= began.Add(-time.Second).UnixNano() {
+			os.Remove(lock)
+		}
+		return err
+	}
+	if id, err := lstatIdent(filepath.Join(gitdir, "index")); err == nil {
+		g.rebuilt[filepath.Join(gitdir, "index")] = id
+	}
+	return nil
 }
 
 // copyRegular copies the regular file at src (no symlink followed, no

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // renameIndexEntry renames the entry named from to to (of the same
@@ -393,5 +394,57 @@ func TestCheckIndexReadsOnlyTheSharedPartGitNames(t *testing.T) {
 	}
 	if why, err := checkIndexWithGit(git, filepath.Join(gitdir, "index"), shared, false); why != "" || err != nil {
 		t.Errorf("an honest split index judged %q, %v", why, err)
+	}
+}
+
+// The index the guard makes anew runs no hook: git runs post-index-change
+// on every index it writes, and a repository's hooks can lie where
+// commands write (a --writable hooks path).
+func TestRebuildIndexRunsNoHook(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q && echo a > a && git add a && git commit -qm one && mkdir -p hooks && git config core.hooksPath \"$PWD/hooks\"")
+	f.cfg.Exempt = []string{filepath.Join(f.root, "hooks")}
+	f.start()
+	c, err := f.g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sh(`printf '#!/bin/sh\n%s\n' "$PWN" > hooks/post-index-change && chmod +x hooks/post-index-change`)
+	plantIndexHook(t, f, ".")
+	os.Remove(f.marker)
+	notes := c.End()
+	if !strings.Contains(strings.Join(notes, "\n"), "the sandbox made a new index from HEAD") {
+		t.Fatalf("notes %q, want a new index made", notes)
+	}
+	if _, err := os.Lstat(f.marker); err == nil {
+		t.Error("making the new index ran the repository's post-index-change hook")
+	}
+}
+
+// A tree that expands past git's memory bound: the new index is not made,
+// git's lock goes with it, and the note says to run git reset.
+func TestRebuildIndexOfATreeBomb(t *testing.T) {
+	f := newFixture(t)
+	f.sh("git init -q && echo a > a && git add a && git commit -qm one")
+	f.start()
+	c, err := f.g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sh(`b=$(echo x | git hash-object -w --stdin) && t=$(printf '100644 blob %s\ta\n100644 blob %s\tb\n' $b $b | git mktree) &&
+for i in $(seq 1 24); do t=$(printf '040000 tree %s\ta\n040000 tree %s\tb\n' $t $t | git mktree); done &&
+git update-ref HEAD $(git commit-tree $t -m bomb)`)
+	plantIndexHook(t, f, ".")
+	began := time.Now()
+	notes := c.End()
+	if d := time.Since(began); d > 30*time.Second {
+		t.Errorf("the call's end took %v", d)
+	}
+	all := strings.Join(notes, "\n")
+	if !strings.Contains(all, "moved .git/index aside") || !strings.Contains(all, "run git reset there first") {
+		t.Errorf("notes %q, want the index moved aside and git reset named", notes)
+	}
+	if _, err := os.Lstat(filepath.Join(f.root, ".git", "index.lock")); err == nil {
+		t.Error("git's lock was left")
 	}
 }

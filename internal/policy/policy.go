@@ -96,6 +96,9 @@ type Options struct {
 	// GitName and GitEmail are the caller's git identity, passed to commands
 	// as GIT_AUTHOR_* and GIT_COMMITTER_*. Empty values are left out.
 	GitName, GitEmail string
+	// HostGit, if set, is the git the server runs on the host (--host-git),
+	// in place of the one found on PATH in the system's places.
+	HostGit string
 	// GitIdentity, if set, reads the caller's git identity once the paths
 	// are resolved, and replaces GitName and GitEmail: it is given the
 	// workspace and the git the server may run ([Policy.HostProgram]),
@@ -167,6 +170,9 @@ type Policy struct {
 	Limits         Limits
 
 	env []string
+	// HostGit is the git the user named with --host-git, resolved; empty
+	// if none.
+	HostGit string
 	// hostPath is the server's own PATH, where HostProgram looks.
 	hostPath string
 }
@@ -344,6 +350,12 @@ func New(o Options) (*Policy, error) {
 	}
 	p.EnclosingRepo = enclosingRepo(p)
 
+	if o.HostGit != "" {
+		if err := p.checkHostGit(o.HostGit); err != nil {
+			p.Discard()
+			return nil, err
+		}
+	}
 	if o.GitIdentity != nil {
 		// Now that every path commands can write is known: the git
 		// that reads it must lie outside them.

@@ -493,6 +493,9 @@ func TestHostProgram(t *testing.T) {
 		{"relative", ".venv/bin:/bin", real},
 		{"link out of the workspace", linkOut, real},
 		{"only planted", ws + "/.venv/bin:" + data + "/bin", ""},
+		// Another server's workspace, or anything else outside the
+		// system's places: its commands may have written it.
+		{"another server's workspace", plant(root+"/home/tools/bin") + ":/bin", real},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			// Not the test's /tmp, which holds everything here.
@@ -503,6 +506,36 @@ func TestHostProgram(t *testing.T) {
 			}
 			if got := p.HostProgram("sh"); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHostGitFlag: --host-git names a git of the user's own, which must be
+// an executable file commands cannot write.
+func TestHostGitFlag(t *testing.T) {
+	root := tree(t)
+	t.Setenv("TMPDIR", root+"/tmp") // not the test's /tmp, which holds everything here
+	ws := root + "/home/proj"
+	own := root + "/home/brew/bin"
+	os.MkdirAll(own, 0o755)
+	os.WriteFile(own+"/git", []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(ws+"/git", []byte("#!/bin/sh\n"), 0o755)
+	for _, tt := range []struct{ name, flag, err string }{
+		{"the user's own", own + "/git", ""},
+		{"relative", "bin/git", "not an absolute path"},
+		{"missing", own + "/nothing", "no such file"},
+		{"in the workspace", ws + "/git", "which commands can write"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(Options{Workspace: ws, HostGit: tt.flag})
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatal(err)
+			case tt.err == "" && p.HostProgram("git") != own+"/git":
+				t.Errorf("HostProgram(git) = %q, want the flag's", p.HostProgram("git"))
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Errorf("err %v, want one holding %q", err, tt.err)
 			}
 		})
 	}

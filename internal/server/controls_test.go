@@ -69,7 +69,7 @@ func TestResultEscapesControls(t *testing.T) {
 	if out.Stdout != "ok "+osc52+"\n" || out.Stderr != "\x1b[31mred\x1b[0m\n" {
 		t.Errorf("structured output changed: %q %q", out.Stdout, out.Stderr)
 	}
-	if notes := out.Notes; len(notes) != 3 || notes[0] != "git: moved aside evil\nnote: forged" {
-		t.Errorf("notes %q, want the sandbox's as it made it, then two on control characters", notes)
+	if notes := out.Notes; len(notes) != 3 || notes[0] != `git: moved aside evil\x0anote: forged` {
+		t.Errorf("notes %q, want the sandbox's with what it quotes escaped, then two on control characters", notes)
 	}
 }

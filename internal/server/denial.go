@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox"
@@ -115,9 +117,9 @@ func (h *handler) readOnlyNote(path string) string {
 	for _, g := range p.Grants {
 		if policy.Within(path, g.Path) {
 			if g.Writable {
-				return fmt.Sprintf("read-only: %s is inside a writable path but kept read-only by the sandbox (a --read-only path, or one the user's git runs code from); the user decides what commands may change there", path)
+				return fmt.Sprintf("read-only: %s is inside a writable path but kept read-only by the sandbox (a --read-only path, or one the user's git runs code from); the user decides what commands may change there", quotedPath(path))
 			}
-			return fmt.Sprintf("read-only: %s was granted read-only (%s); the user can make it writable when starting the server (--writable)", path, g.Flag)
+			return fmt.Sprintf("read-only: %s was granted read-only (%s); the user can make it writable when starting the server (--writable)", quotedPath(path), g.Flag)
 		}
 	}
 	if p.Home != "" && policy.Within(path, p.Home) && p.PrivateHome != "" {
@@ -129,7 +131,7 @@ func (h *handler) readOnlyNote(path string) string {
 	} else if policy.Within(path, "/tmp") || policy.Within(path, "/var/tmp") || policy.Within(path, "/dev/shm") {
 		return ""
 	}
-	return fmt.Sprintf("read-only: %s is outside the workspace (%s) and the writable paths, which are all commands may change; write inside the workspace, or the user can start the server with --writable PATH", path, p.Workspace)
+	return fmt.Sprintf("read-only: %s is outside the workspace (%s) and the writable paths, which are all commands may change; write inside the workspace, or the user can start the server with --writable PATH", quotedPath(path), p.Workspace)
 }
 
 // hiddenNote explains a path that is not there because the sandbox hides
@@ -144,7 +146,7 @@ func (h *handler) hiddenNote(path string) string {
 			return "" // shown: missing for its own reasons
 		}
 	}
-	return fmt.Sprintf("hidden: %s is in the home directory, which the sandbox hides (HOME inside is a private one); the user can show a path with --read-only PATH when starting the server", path)
+	return fmt.Sprintf("hidden: %s is in the home directory, which the sandbox hides (HOME inside is a private one); the user can show a path with --read-only PATH when starting the server", quotedPath(path))
 }
 
 // hiddenProgramNote explains a program not found that lives in a
@@ -172,4 +174,25 @@ func (h *handler) hiddenProgramNote(name string) string {
 		}
 	}
 	return ""
+}
+
+// quotedPath is a path taken from a command's output, as a note says it:
+// as it is when it reads as a path, else quoted and cut short, so that
+// words a command put in it never read as the sandbox's own.
+func quotedPath(p string) string {
+	const max = 160
+	plain := len(p) <= max && !strings.ContainsFunc(p, func(r rune) bool {
+		return r <= ' ' || r == '"' || r == 0x7f || r >= 0x80 && r <= 0x9f || r == utf8.RuneError
+	})
+	if plain {
+		return p
+	}
+	if len(p) > max {
+		p = p[:max]
+		for !utf8.ValidString(p) {
+			p = p[:len(p)-1]
+		}
+		return strconv.Quote(p) + "..."
+	}
+	return strconv.Quote(p)
 }

@@ -337,6 +337,12 @@ func (h *handler) notes(r sandbox.Result, runErr error, out runCommandOutput) []
 			notes = append(notes, n)
 		}
 	}
+	// A note may quote what a command chose (a path in its output, a
+	// repository's name): its control characters are escaped in the
+	// structured notes too, and the text block escapes nothing twice.
+	for i, n := range notes {
+		notes[i] = escapeControls(n, true)
+	}
 	return notes
 }
 
