@@ -77,6 +77,20 @@ func TestPrivateHomeMountPointsInTheWay(t *testing.T) {
 		})
 	}
 
+	// Every fixed name beside it taken: the move takes a name past them,
+	// and the start works.
+	t.Run("every fixed name taken", func(t *testing.T) {
+		e := homeToolsEnv(t)
+		next := []string{"--read-only", filepath.Join(e.home, ".toolrc")}
+		if out, stderr, code := e.run(nil, "sh", "-c", `rm -rf ~/.toolrc && mkdir ~/.toolrc && for i in $(seq 1 1000); do mkdir ~/.toolrc.nanosandbox-moved-$i; done && echo planted`); code != 0 || out != "planted\n" {
+			t.Fatalf("plant: exit %d, %q %q", code, out, stderr)
+		}
+		out, stderr, code := e.run(next, "sh", "-c", `cat ~/.toolrc`)
+		if code != 0 || out != "tool_setting = 1\n" {
+			t.Errorf("the call after the plant: exit %d, stdout %q, stderr %q", code, out, stderr)
+		}
+	})
+
 	// On the first call of a fresh private home, in the one-shot form,
 	// the directories above a home tool's mount point are pinned too: the
 	// command cannot move them away and leave a file where the tool goes.

@@ -349,11 +349,22 @@ type movedAside struct {
 }
 
 // movedSuffix and maxMoved name what is moved aside: NAME becomes
-// NAME.nanosandbox-moved-N, for the first N from 1 to maxMoved that is free.
+// NAME.nanosandbox-moved-N, for the first N from 1 to maxMoved that is
+// free, else one of movedGuesses numbers past them from the clock.
 const (
-	movedSuffix = ".nanosandbox-moved-"
-	maxMoved    = 1000
+	movedSuffix  = ".nanosandbox-moved-"
+	maxMoved     = 1000
+	movedGuesses = 64
 )
+
+// movedGuess is the try'th number past maxMoved to try: the clock's
+// nanoseconds and seconds, mixed with try, in 1001..2000001000.
+func movedGuess(try int) int {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	v := uint64(ts.Nsec) ^ uint64(ts.Sec)<<20 ^ uint64(try)*2654435761
+	return maxMoved + 1 + int(v%2000000000)
+}
 
 // makeMountPoint makes sure target, below newRoot, is a directory (dir)
 // or else a regular file, and that every component above it is a
@@ -438,7 +449,14 @@ func makeMountPoint(target string, dir bool, moved func(movedAside)) error {
 // on NFS), a name that does not exist is renamed onto, and a command
 // racing to make it loses at worst what it made.
 func moveAside(dirfd int, name string) (int, error) {
-	for n := 1; n <= maxMoved; n++ {
+	for try := 1; try <= maxMoved+movedGuesses; try++ {
+		n := try
+		if try > maxMoved {
+			// Every fixed name taken (a command made them): names it
+			// cannot have guessed, from the clock (moved_guess in
+			// helper.c).
+			n = movedGuess(try - maxMoved)
+		}
 		to := name + movedSuffix + strconv.Itoa(n)
 		err := unix.Renameat2(dirfd, name, dirfd, to, unix.RENAME_NOREPLACE)
 		if errors.Is(err, unix.EINVAL) {

@@ -282,6 +282,10 @@ enum { RESOLVE_BENEATH = 8 };
 // free (movedSuffix and maxMoved in mount_linux.go).
 #define MOVED_SUFFIX ".nanosandbox-moved-"
 #define MAX_MOVED 1000
+#define MOVED_GUESSES 64
+
+struct timespec;
+static u64 moved_guess(u64 try);
 
 // move_aside renames name in the directory dir to the first free
 // name MOVED_SUFFIX N, and returns N, or -errno (moveAside in
@@ -299,7 +303,10 @@ static s64 move_aside(s64 dir, const char *name)
 	const char suffix[] = MOVED_SUFFIX;
 	memcpy(to + len, suffix, sizeof suffix - 1);
 	u64 base = len + sizeof suffix - 1;
-	for (u64 n = 1; n <= MAX_MOVED; n++) {
+	for (u64 try = 1; try <= MAX_MOVED + MOVED_GUESSES; try++) {
+		// Every fixed name taken (a command made them): names it cannot
+		// have guessed, from the clock (movedGuess in mount_linux.go).
+		u64 n = try <= MAX_MOVED ? try : moved_guess(try - MAX_MOVED);
 		char digits[20];
 		u64 k = 0;
 		for (u64 v = n; v; v /= 10)
@@ -809,6 +816,16 @@ static u64 now_ns(void);
 struct timespec {
 	s64 sec, nsec;
 };
+
+// moved_guess is the try'th number past MAX_MOVED to try: the clock's
+// nanoseconds and seconds, mixed with try, in 1001..2000001000.
+static u64 moved_guess(u64 try)
+{
+	struct timespec ts = {0};
+	sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	u64 v = (u64)ts.nsec ^ (u64)ts.sec << 20 ^ try * 2654435761u;
+	return MAX_MOVED + 1 + v % 2000000000u;
+}
 
 // ---- Counting tasks (tasks_linux.go) ----
 //
