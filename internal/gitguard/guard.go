@@ -181,6 +181,7 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Git != "" {
 		g.list = gitLister(cfg.Git)
 		g.checkIndex = gitIndexChecker(cfg.Git)
+		go removeStaleScratch()
 	}
 	g.res = resolver{home: cfg.Home, list: g.listPaths, placeholder: g.ph.pristine,
 		dirs: map[string]cachedDir{}, used: map[string]bool{},

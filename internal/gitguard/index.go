@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -495,6 +496,23 @@ func (g *Guard) rebuildIndex(gitdir string) error {
 		g.rebuilt[filepath.Join(gitdir, "index")] = id
 	}
 	return nil
+}
+
+// removeStaleScratch removes the scratch directories of index checks that
+// a killed server left in the temporary directory: those of this user,
+// made more than an hour ago (a check ends within a minute), never
+// through a symlink.
+func removeStaleScratch() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "nanosandbox-index-*"))
+	for _, d := range dirs {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < time.Hour {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Getuid() {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 // copyRegular copies the regular file at src (no symlink followed, no

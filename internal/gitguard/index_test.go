@@ -448,3 +448,29 @@ git update-ref HEAD $(git commit-tree $t -m bomb)`)
 		t.Error("git's lock was left")
 	}
 }
+
+// The scratch directories a killed server's index checks left go at the
+// next start: this user's, over an hour old, never through a symlink.
+func TestRemoveStaleScratch(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	old, fresh := filepath.Join(tmp, "nanosandbox-index-1"), filepath.Join(tmp, "nanosandbox-index-2")
+	target := filepath.Join(tmp, "keep")
+	for _, d := range []string{old + "/git", fresh, target} {
+		os.MkdirAll(d, 0o700)
+	}
+	os.Symlink(target, filepath.Join(tmp, "nanosandbox-index-3"))
+	then := time.Now().Add(-2 * time.Hour)
+	for _, p := range []string{old, target, filepath.Join(tmp, "nanosandbox-index-3")} {
+		os.Chtimes(p, then, then)
+	}
+	removeStaleScratch()
+	if _, err := os.Lstat(old); err == nil {
+		t.Error("an old scratch directory stayed")
+	}
+	for _, p := range []string{fresh, target, filepath.Join(tmp, "nanosandbox-index-3")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s went: %v", p, err)
+		}
+	}
+}
