@@ -26,7 +26,7 @@ func TestGitEnclosingRepository(t *testing.T) {
 	e.ws = pkg
 	s := e.serve()
 	res, _ := s.sh(t, "git status")
-	want := "git: the workspace is inside the repository at " + mono + ", whose .git commands cannot use or write; for git to work here, ask the user to start the server with --read-only " + mono + " --writable " + filepath.Join(mono, ".git")
+	want := "git: the workspace is inside the repository at " + mono + ", whose .git commands cannot use or write; for git to work here, ask the user to make " + mono + " the workspace (its config and hooks stay protected), or to start the server with --read-only " + mono + " --writable " + filepath.Join(mono, ".git")
 	if !strings.Contains(text(res), want) {
 		t.Errorf("result %s\nwant a note holding %q", text(res), want)
 	}

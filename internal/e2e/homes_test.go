@@ -58,13 +58,20 @@ func TestWorkspaceSiblingsRefused(t *testing.T) {
 	e.ws = ws
 	e.write("README", "the workspace\n", 0o644)
 	e.gitRepo()
-	s := e.serve()
-	res, out := s.sh(t, `echo x > ../NOTES.md; echo rc=$?; ls -a ..; git worktree add -q ../feature 2>&1; echo wt=$?; mkdir -p ~/.cache/tool && echo ok > ~/.cache/tool/f && cat ~/.cache/tool/f`)
+	// A library beside it, granted read-only: shown, and the parent
+	// stays read-only around it.
+	lib := filepath.Join(e.home, "src", "lib")
+	e.write(filepath.Join(lib, "README"), "lib\n", 0o644)
+	s := e.serve("--read-only", lib)
+	res, out := s.sh(t, `echo x > ../NOTES.md; echo rc=$?; ls -a ..; cat ../lib/README; git worktree add -q ../feature 2>&1; echo wt=$?; mkdir -p ~/.cache/tool && echo ok > ~/.cache/tool/f && cat ~/.cache/tool/f`)
 	if !strings.Contains(out.Stdout, "rc=2") && !strings.Contains(out.Stdout, "rc=1") {
 		t.Errorf("a write beside the workspace succeeded: %s", text(res))
 	}
 	if strings.Contains(out.Stdout, "NOTES.md") || strings.Contains(out.Stdout, "wt=0") {
 		t.Errorf("a sibling was made: %s", text(res))
+	}
+	if !strings.Contains(out.Stdout, "\nlib\n") {
+		t.Errorf("the read-only sibling is not shown: %s", text(res))
 	}
 	if !strings.Contains(out.Stdout, "\nok\n") {
 		t.Errorf("the private home is no longer writable: %s", text(res))

@@ -35,6 +35,11 @@ var gitdirNames = map[string]bool{
 	"SQUASH_MSG": true, "ADD_EDIT.patch": true, "REPLACE_EDITOBJ": true,
 	"GITGUI_MSG": true, "GITGUI_BCK": true, "GITGUI_EDITMSG": true, "gitk.cache": true,
 	"lfs": true, "annex": true, "filter-repo": true, "subtree-cache": true,
+	// Tools that keep state there that they read as data: git-machete's
+	// branch layout, guilt's patch queue (patches it applies to the work
+	// tree, as any change a command makes there), git-crypt's keys,
+	// git-branchless's database.
+	"machete": true, "patches": true, "git-crypt": true, "branchless": true,
 }
 
 // gitdirPrefixes are the families of names git makes there: lock files

@@ -24,7 +24,7 @@ func TestEndMovesStrayGitdirEntriesAside(t *testing.T) {
 			honest := `git commit -q --allow-empty -m b && git stash list && git notes add -m n && git gc -q &&
 git checkout -qb t && echo t > f && git add f && git commit -qm t && git checkout -q - && echo m > f && git add f && git commit -qm m &&
 (git merge t >/dev/null 2>&1 || true) && git merge --abort && git bisect start && git bisect good HEAD~1 && git bisect bad HEAD && git bisect reset >/dev/null &&
-git -C wt commit -q --allow-empty -m w`
+git -C wt commit -q --allow-empty -m w && printf 'main\n  topic\n' > .git/machete && mkdir -p .git/patches/main && : > .git/patches/main/series`
 			if notes := f.call(honest); len(notes) != 0 {
 				t.Fatalf("honest git was judged: %q", notes)
 			}

@@ -83,6 +83,7 @@ var quietKeys = map[string]bool{
 	"fetch.recursesubmodules": true, "fetch.parallel": true, "fetch.showforcedupdates": true,
 	"gc.autodetach": true, "gc.reflogexpire": true, "gc.reflogexpireunreachable": true, "gc.pruneexpire": true,
 	"column.ui": true, "i18n.commitencoding": true, "i18n.logoutputencoding": true,
+	"index.threads": true,
 }
 
 // quietSections are sections every key of which is a switch or a colour:
@@ -96,7 +97,20 @@ func plainKey(e entry) bool {
 	if e.Subsection != "" {
 		name = e.Section + ".*." + e.Name
 	}
-	return plainKeys[name] || e.Subsection == "" && quietKeys[name] || quietSections[e.Section]
+	return plainKeys[name] || e.Subsection == "" && quietKeys[name] || quietSections[e.Section] || offSwitch(e)
+}
+
+// offSwitch reports whether e turns off what its key would run: a
+// core.fsmonitor of false (git reads a boolean there before a program).
+func offSwitch(e entry) bool {
+	if e.Section != "core" || e.Subsection != "" || e.Name != "fsmonitor" || !e.HasValue {
+		return false
+	}
+	switch strings.ToLower(e.Value) {
+	case "false", "no", "off", "0":
+		return true
+	}
+	return false
 }
 
 // judgeConfig says why a config file's content would make the user's git

@@ -80,11 +80,15 @@ func TestQuietKeysKeepANewRepository(t *testing.T) {
 	f.start()
 	for _, kv := range [][2]string{{"commit.gpgsign", "false"}, {"color.ui", "never"}, {"advice.detachedHead", "false"},
 		{"merge.conflictStyle", "diff3"}, {"status.showUntrackedFiles", "all"}, {"diff.algorithm", "histogram"},
-		{"log.date", "iso"}, {"submodule.recurse", "true"}, {"color.diff.meta", "blue"}} {
+		{"log.date", "iso"}, {"submodule.recurse", "true"}, {"color.diff.meta", "blue"},
+		{"index.threads", "true"}, {"core.fsmonitor", "false"}} {
 		dir := strings.ReplaceAll(kv[0], ".", "-")
 		if notes := f.call("git init -q " + dir + " && git -C " + dir + " config " + kv[0] + " " + kv[1]); len(notes) != 0 {
 			t.Errorf("%s=%s: the new repository was judged: %q", kv[0], kv[1], notes)
 		}
+	}
+	if notes := f.call(`git init -q fsm && git -C fsm config core.fsmonitor "$PWN"`); !strings.Contains(strings.Join(notes, "\n"), "sets core.fsmonitor") {
+		t.Errorf("a core.fsmonitor that names a program: notes %q", notes)
 	}
 	notes := f.call(`git init -q twohead && git -C twohead config pull.twohead "$PWN"`)
 	want := "sets pull.twohead, a setting outside the short list the sandbox knows to run nothing and lead nowhere"

@@ -506,7 +506,7 @@ func planCall(p *policy.Policy, sp staticPlan, git []mountOp, fsys fsInfo) []mou
 		if g.Writable {
 			continue
 		}
-		if root := rootAbove(sp.writable, g.Path); root != "" {
+		if root := rootAbove(sp.writable, g.Path); root != "" && !readOnlyBetween(sp.ops, root, g.Path) {
 			if exists, _, _ := fsys.Lstat(g.Path); exists {
 				carve = append(carve, mountOp{Kind: opProtect, Path: g.Path, Dir: g.Dir})
 			}
@@ -520,6 +520,13 @@ func planCall(p *policy.Policy, sp staticPlan, git []mountOp, fsys fsInfo) []mou
 			continue
 		}
 		for d := filepath.Dir(c.Path); d != root && policy.Within(d, root); d = filepath.Dir(d) {
+			if readOnlyBetween(sp.ops, root, filepath.Join(d, "x")) {
+				// A read-only tree of the sandbox's own holds d (the
+				// workspace's parent in the private home): nothing in it
+				// can be renamed, and a pin, a writable bind of it, would
+				// make it writable again.
+				break
+			}
 			if !pinned[d] {
 				pinned[d] = true
 				ops = append(ops, mountOp{Kind: opPin, Path: d, Dir: true, Make: makesBelow(p, sp.ops, d)})
@@ -538,6 +545,19 @@ func planCall(p *policy.Policy, sp staticPlan, git []mountOp, fsys fsInfo) []mou
 // that call's command move the directory away and leave the wrong type
 // where the grant's mount point goes. Pins above git's carve-outs, whose
 // own mount points are never made, are not made either.
+// readOnlyBetween reports whether a read-only tree of the static plan (a
+// hidden tree, a grant shown read-only) lies below the writable root and
+// holds path, path itself not: there path cannot be written, renamed or
+// removed, whatever the root above allows.
+func readOnlyBetween(static []mountOp, root, path string) bool {
+	for _, o := range static {
+		if (o.Kind == opHide || o.Kind == opBindRO) && o.Path != root && o.Path != path && policy.Within(o.Path, root) && policy.Within(path, o.Path) {
+			return true
+		}
+	}
+	return false
+}
+
 func makesBelow(p *policy.Policy, static []mountOp, d string) bool {
 	if !ownedAbove(p, static, d) {
 		return false

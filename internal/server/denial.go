@@ -30,11 +30,11 @@ var (
 	// A path the kernel refused to write: shell, coreutils, Python, Node.
 	// An absolute path unquoted begins a word: the "/_/x" of a relative
 	// ".husky/_/x" is not one.
-	readOnlyRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))[^\n]*?(?:Read-only file system|EROFS)|(?:Read-only file system|EROFS)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))`)
+	readOnlyRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))[^\n]*?(?:(?i:read-only file system)|EROFS)|(?:(?i:read-only file system)|EROFS)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))`)
 	// The same with a path relative to the working directory, as the
 	// shell and git print one they were given: "./" or "../" first, or
 	// the shell's "cannot create NAME:".
-	readOnlyRelRe = lazyRegexp(`(?m)(?:'(\.\.?/[^'\n]+)'|cannot create ([^/\s:'"][^\s:'"]*):)[^\n]*?(?:Read-only file system|EROFS)`)
+	readOnlyRelRe = lazyRegexp(`(?m)(?:'(\.\.?/[^'\n]+)'|cannot create ([^/\s:'"][^\s:'"]*):)[^\n]*?(?:(?i:read-only file system)|EROFS)`)
 	// A path that is not there.
 	missingRe = lazyRegexp(`(?m)(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))[^\n]*?(?:No such file or directory|ENOENT)|(?:No such file or directory|ENOENT)[^\n]*?(?:'(/[^'\n]+)'|"(/[^"\n]+)"|(?:^|[^\w./~+-])(/[^\s:'"]+))`)
 	// A shell or env that did not find a program.

@@ -48,3 +48,10 @@ func TestQuotedPath(t *testing.T) {
 		}
 	}
 }
+
+// Go prints a refused write in lower case: it gets the note too.
+func TestReadOnlyNoteOfGo(t *testing.T) {
+	if got := matches(readOnlyRe(), "open /etc/x: read-only file system"); len(got) != 1 || got[0] != "/etc/x" {
+		t.Errorf("got %q, want /etc/x", got)
+	}
+}

@@ -33,7 +33,7 @@ var staleFile = lazyRegexp(`unable to unlink old '([^'\n]+)': (?:Read-only file 
 // or is "".
 func gitRefusalNote(output string) string {
 	if m := staleFile().FindStringSubmatch(output); m != nil {
-		return "git: git could not update " + m[1] + ", which the sandbox keeps read-only (a repository's hooks directory, where the user's own git runs what it holds): it still has its old content, whatever git printed; do not commit it as it is, and ask the user to run git checkout -- " + m[1] + " outside the sandbox"
+		return "git: git could not update " + m[1] + ", which the sandbox keeps read-only (outside the workspace, or a repository's hooks directory, where the user's own git runs what it holds): it still has its old content, whatever git printed; do not commit it as it is, and ask the user to run git checkout -- " + m[1] + " outside the sandbox"
 	}
 	if gitRemovalRefused().MatchString(output) {
 		return "git: a repository there could not be removed or moved whole: its config and hooks stay in place while calls run (the user's own git would run a planted one), and what else was in it may be gone, leaving an incomplete .git; ask the user to remove or move what is left outside the sandbox"
@@ -65,7 +65,7 @@ func enclosingRepoNote(top, output string) string {
 	if top == "" || !enclosingFailed().MatchString(output) {
 		return ""
 	}
-	return "git: the workspace is inside the repository at " + top + ", whose .git commands cannot use or write; for git to work here, ask the user to start the server with --read-only " + top + " --writable " + filepath.Join(top, ".git") + " (its config and hooks stay protected)"
+	return "git: the workspace is inside the repository at " + top + ", whose .git commands cannot use or write; for git to work here, ask the user to make " + top + " the workspace (its config and hooks stay protected), or to start the server with --read-only " + top + " --writable " + filepath.Join(top, ".git") + ", with which git commits here but cannot update files outside the workspace: then do not switch branches, reset or pull inside, or the next commit -a undoes what git could not write"
 }
 
 // invalidUTF8 counts the bytes of s that are not UTF-8: JSON carries each
