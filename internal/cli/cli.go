@@ -345,6 +345,7 @@ func caller(o *policy.Options) {
 		o.StateDir = filepath.Join(c, name)
 	}
 	o.GitIdentity = gitIdentity // once the paths commands can write are known
+	o.GlobalHooksPath = globalHooksPath
 }
 
 // capProcesses keeps the process limit of a command below the caller's

@@ -154,13 +154,41 @@ func xdgConfig(home string) string {
 	return filepath.Join(home, ".config")
 }
 
+// globalHooksPath is the core.hooksPath of the user's global config, "~/"
+// expanded, or "" if it has none or a relative one (each repository's).
+func globalHooksPath(workspace, git string) string {
+	settings, ok := globalSettings(workspace, git)
+	if !ok {
+		return ""
+	}
+	hooks := ""
+	for _, s := range settings {
+		if s.section == "core" && s.subsection == "" && s.key == "hookspath" {
+			hooks = s.value
+		}
+	}
+	if rest, ok := strings.CutPrefix(hooks, "~/"); ok {
+		home, _ := os.UserHomeDir()
+		hooks = filepath.Join(home, rest)
+	}
+	if !filepath.IsAbs(hooks) {
+		return ""
+	}
+	return hooks
+}
+
 // gitSettingsFiles returns what the private home's ~/.config/git/config
 // and ~/.config/git/ignore hold for these settings: the carried ones, and
 // the content of the user's global ignore file (core.excludesFile, or
 // git's default beside the XDG config).
-func gitSettingsFiles(settings []setting) (config, ignore []byte) {
+func gitSettingsFiles(settings []setting, hooks string) (config, ignore []byte) {
 	var b bytes.Buffer
 	b.WriteString(settingsHeader)
+	if hooks != "" {
+		// Shown read-only inside (Policy.GlobalHooks): the user's hooks run
+		// on the commits made there too.
+		b.WriteString("[core]\n\thooksPath = " + quoteConfig(hooks) + "\n")
+	}
 	home, _ := os.UserHomeDir()
 	excludes := ""
 	if xdg := xdgConfig(home); xdg != "" {
@@ -228,7 +256,7 @@ func writeGitSettings(p *policy.Policy) error {
 	if !ok {
 		return nil // the user's global config could not be read: nothing is carried
 	}
-	config, ignore := gitSettingsFiles(settings)
+	config, ignore := gitSettingsFiles(settings, p.GlobalHooks)
 	root, err := os.OpenRoot(p.PrivateHome)
 	if err != nil {
 		return err

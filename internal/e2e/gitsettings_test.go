@@ -93,3 +93,28 @@ func TestGitGlobalSettingsHostilePrivateHome(t *testing.T) {
 		}
 	}
 }
+
+// The hooks of the user's global core.hooksPath (a secret scanner) run on
+// the commits made inside too: shown read-only from the hidden home.
+func TestGitGlobalHooksRunInside(t *testing.T) {
+	e := plantEnv(t)
+	hooks := filepath.Join(e.home, ".githooks-global")
+	e.write(filepath.Join(e.home, ".gitconfig"), identity+"[core]\n\thooksPath = ~/.githooks-global\n", 0o644)
+	e.write(filepath.Join(hooks, "pre-commit"), "#!/bin/sh\nif git diff --cached | grep -q AKIA; then echo 'refused: an AWS key' >&2; exit 1; fi\n", 0o755)
+	e.gitRepo()
+	e.write("leak.txt", "AKIAABCDEFGHIJKLMNOP\n", 0o644)
+	if out, err := e.gitTry("add", "leak.txt"); err != nil {
+		t.Fatal(out)
+	}
+	if out, err := e.gitTry("commit", "-qm", "leak"); err == nil || !strings.Contains(out, "refused: an AWS key") {
+		t.Fatalf("control: the user's global hook did not refuse the commit on the host: %v %s", err, out)
+	}
+	s := e.serve()
+	res, out := s.sh(t, `git commit -qm leak; echo rc=$?; echo x >> ~/.githooks-global/pre-commit; echo w=$?`)
+	if !strings.Contains(out.Stdout, "rc=1") || !strings.Contains(out.Stderr, "refused: an AWS key") {
+		t.Errorf("the user's global hook did not run inside: %s", text(res))
+	}
+	if strings.Contains(out.Stdout, "w=0") {
+		t.Errorf("the user's global hooks are writable inside: %s", text(res))
+	}
+}

@@ -104,6 +104,11 @@ type Options struct {
 	// workspace and the git the server may run ([Policy.HostProgram]),
 	// "" if there is none.
 	GitIdentity func(workspace, git string) (name, email string)
+	// GlobalHooksPath, if set, returns the core.hooksPath of the caller's
+	// global git config, absolute, or "": where it lies in the hidden
+	// home, it is shown read-only, so that the hooks the user runs on
+	// every commit (a secret scanner) run on the commits made inside.
+	GlobalHooksPath func(workspace, git string) string
 }
 
 // Grant is one path the sandbox shows beyond the read-only host view.
@@ -170,6 +175,9 @@ type Policy struct {
 	Limits         Limits
 
 	env []string
+	// GlobalHooks is the caller's global core.hooksPath, shown read-only
+	// from the hidden home (Options.GlobalHooksPath); empty if none.
+	GlobalHooks string
 	// HostGit is the git the user named with --host-git, resolved; empty
 	// if none.
 	HostGit string
@@ -354,6 +362,22 @@ func New(o Options) (*Policy, error) {
 		if err := p.checkHostGit(o.HostGit); err != nil {
 			p.Discard()
 			return nil, err
+		}
+	}
+	if o.GlobalHooksPath != nil && p.PrivateHome != "" {
+		if h := o.GlobalHooksPath(p.Workspace, p.HostProgram("git")); h != "" && filepath.IsAbs(h) {
+			if real, err := filepath.EvalSymlinks(h); err == nil && Within(real, p.Home) {
+				if fi, err := os.Stat(real); err == nil && fi.IsDir() {
+					covered := false
+					for _, g := range p.Grants {
+						covered = covered || Within(real, g.Path)
+					}
+					if !covered {
+						p.Grants = append(p.Grants, Grant{Path: real, Dir: true, Flag: "your global core.hooksPath"})
+					}
+					p.GlobalHooks = real
+				}
+			}
 		}
 	}
 	if o.GitIdentity != nil {
