@@ -181,7 +181,7 @@ func globalHooksPath(workspace, git string) string {
 // and ~/.config/git/ignore hold for these settings: the carried ones, and
 // the content of the user's global ignore file (core.excludesFile, or
 // git's default beside the XDG config).
-func gitSettingsFiles(settings []setting, hooks string) (config, ignore []byte) {
+func gitSettingsFiles(settings []setting, hooks string) (config, ignore, attributes []byte) {
 	var b bytes.Buffer
 	b.WriteString(settingsHeader)
 	if hooks != "" {
@@ -190,16 +190,21 @@ func gitSettingsFiles(settings []setting, hooks string) (config, ignore []byte) 
 		b.WriteString("[core]\n\thooksPath = " + quoteConfig(hooks) + "\n")
 	}
 	home, _ := os.UserHomeDir()
-	excludes := ""
+	excludes, attrs := "", ""
 	if xdg := xdgConfig(home); xdg != "" {
-		excludes = filepath.Join(xdg, "git", "ignore")
+		excludes, attrs = filepath.Join(xdg, "git", "ignore"), filepath.Join(xdg, "git", "attributes")
 	}
 	last := ""
 	for _, s := range settings {
-		if s.section == "core" && s.subsection == "" && s.key == "excludesfile" {
-			excludes = s.value
-			if rest, ok := strings.CutPrefix(excludes, "~/"); ok && home != "" {
-				excludes = filepath.Join(home, rest)
+		if s.section == "core" && s.subsection == "" && (s.key == "excludesfile" || s.key == "attributesfile") {
+			v := s.value
+			if rest, ok := strings.CutPrefix(v, "~/"); ok && home != "" {
+				v = filepath.Join(home, rest)
+			}
+			if s.key == "excludesfile" {
+				excludes = v
+			} else {
+				attrs = v
 			}
 			continue
 		}
@@ -221,10 +226,17 @@ func gitSettingsFiles(settings []setting, hooks string) (config, ignore []byte) 
 			ignore = append([]byte(ignoreHeader), content...)
 		}
 	}
-	if b.Len() == len(settingsHeader) {
-		return nil, ignore
+	// Global attributes choose the filters (nbstripout's, git-lfs's) and
+	// diff drivers for the paths they name.
+	if attrs != "" && filepath.IsAbs(attrs) {
+		if content, err := readSmall(attrs); err == nil {
+			attributes = append([]byte(attributesHeader), content...)
+		}
 	}
-	return b.Bytes(), ignore
+	if b.Len() == len(settingsHeader) {
+		return nil, ignore, attributes
+	}
+	return b.Bytes(), ignore, attributes
 }
 
 // The first lines of the files the server writes: what tells them from a
@@ -233,7 +245,8 @@ const (
 	settingsHeader = "# Written by nanosandbox-mcp at each start, from the settings of your global git\n" +
 		"# config that change how git treats a work tree; the rest of it stays hidden.\n" +
 		"# Changes here are lost at the next start: git config --global writes ~/.gitconfig.\n"
-	ignoreHeader = "# Written by nanosandbox-mcp at each start, from your global git ignore file.\n"
+	ignoreHeader     = "# Written by nanosandbox-mcp at each start, from your global git ignore file.\n"
+	attributesHeader = "# Written by nanosandbox-mcp at each start, from your global git attributes file.\n"
 )
 
 // quoteConfig writes a value or subsection as git reads it back: in
@@ -256,16 +269,16 @@ func writeGitSettings(p *policy.Policy) error {
 	if !ok {
 		return nil // the user's global config could not be read: nothing is carried
 	}
-	config, ignore := gitSettingsFiles(settings, p.GlobalHooks)
+	config, ignore, attributes := gitSettingsFiles(settings, p.GlobalHooks)
 	root, err := os.OpenRoot(p.PrivateHome)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if config == nil && ignore == nil {
+	if config == nil && ignore == nil && attributes == nil {
 		// Nothing to carry: what an earlier start wrote goes, and nothing
 		// else is touched.
-		for name, header := range map[string]string{".config/git/config": settingsHeader, ".config/git/ignore": ignoreHeader} {
+		for name, header := range map[string]string{".config/git/config": settingsHeader, ".config/git/ignore": ignoreHeader, ".config/git/attributes": attributesHeader} {
 			if ours(root, name, header) {
 				root.Remove(name)
 			}
@@ -286,8 +299,8 @@ func writeGitSettings(p *policy.Policy) error {
 	if err := root.MkdirAll(".config/git", 0o700); err != nil {
 		return err
 	}
-	for name, content := range map[string][]byte{".config/git/config": config, ".config/git/ignore": ignore} {
-		header := map[string]string{".config/git/config": settingsHeader, ".config/git/ignore": ignoreHeader}[name]
+	for name, content := range map[string][]byte{".config/git/config": config, ".config/git/ignore": ignore, ".config/git/attributes": attributes} {
+		header := map[string]string{".config/git/config": settingsHeader, ".config/git/ignore": ignoreHeader, ".config/git/attributes": attributesHeader}[name]
 		switch {
 		case content != nil:
 			if err := replaceIn(root, name, content); err != nil {

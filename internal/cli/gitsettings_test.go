@@ -21,7 +21,7 @@ func TestGitSettingsFiles(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", "")
 	os.WriteFile(filepath.Join(home, "ign"), []byte(".env\n"), 0o644)
-	config, ignore := gitSettingsFiles([]setting{
+	config, ignore, _ := gitSettingsFiles([]setting{
 		{"core", "", "excludesfile", "~/ign"},
 		{"init", "", "defaultbranch", `odd "name"\with` + "\ttab"},
 		{"filter", `lf"s`, "clean", "git-lfs clean -- %f"},

@@ -18,7 +18,7 @@ func TestGitGlobalSettingsCarried(t *testing.T) {
 	for _, mode := range []string{"files", "includes"} {
 		t.Run(mode, func(t *testing.T) {
 			e := plantEnv(t)
-			global := identity + "[core]\n\texcludesFile = ~/.gitignore_global\n[init]\n\tdefaultBranch = trunk\n" +
+			global := identity + "[core]\n\texcludesFile = ~/.gitignore_global\n\tattributesFile = ~/.gitattributes_global\n[init]\n\tdefaultBranch = trunk\n" +
 				"[filter \"upper\"]\n\tclean = tr a-z A-Z\n\tsmudge = cat\n[url \"https://x:" + token + "@github.com/\"]\n\tinsteadOf = https://github.com/\n" +
 				"[credential]\n\thelper = store --file ~/.creds-" + token + "\n"
 			if mode == "includes" {
@@ -28,6 +28,7 @@ func TestGitGlobalSettingsCarried(t *testing.T) {
 			}
 			e.write(filepath.Join(e.home, ".gitconfig"), global, 0o644)
 			e.write(filepath.Join(e.home, ".gitignore_global"), ".env\n*.log\n", 0o644)
+			e.write(filepath.Join(e.home, ".gitattributes_global"), "*.ipynb filter=upper\n", 0o644)
 			e.gitRepo()
 			e.write(".env", "API_KEY=1\n", 0o644)
 			e.write("app.log", "x\n", 0o644)
@@ -36,10 +37,10 @@ func TestGitGlobalSettingsCarried(t *testing.T) {
 			}
 			script := func(fresh string) string {
 				return `git status --porcelain; git init -q ` + fresh + ` && git -C ` + fresh + ` symbolic-ref HEAD; git config --get filter.upper.clean; ` +
-					`cat ~/.config/git/config ~/.config/git/ignore; git config --global core.pager less && git config --global core.pager`
+					`cat ~/.config/git/config ~/.config/git/ignore; git check-attr filter -- x.ipynb; git config --global core.pager less && git config --global core.pager`
 			}
 			check := func(t *testing.T, stdout string) {
-				for _, want := range []string{"refs/heads/trunk\n", "tr a-z A-Z\n", "less\n"} {
+				for _, want := range []string{"refs/heads/trunk\n", "tr a-z A-Z\n", "less\n", "x.ipynb: filter: upper\n"} {
 					if !strings.Contains(stdout, want) {
 						t.Errorf("stdout %q lacks %q", stdout, want)
 					}

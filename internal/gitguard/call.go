@@ -661,7 +661,7 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 	if v.whole && !cand.bare {
 		// Without it, git run there finds the repository above, if
 		// any: commits would land in the user's.
-		note += "; git run there now uses the repository that holds it, if any"
+		note += "; git run there now uses the repository that holds it, if any; to take it back once what it holds is removed, the user renames " + g.show(moved) + " to " + filepath.Base(target) + " and, in it, HEAD" + quarantineSuffix + " to HEAD"
 	}
 	if !v.whole && v.el.role == roleOpState {
 		note += "; " + stoppedHint(moved)

@@ -29,9 +29,15 @@ var gitRemovalRefused = lazyRegexp(`(?:cannot remove|failed to remove|failed to 
 // hooks directory (core.hooksPath) the sandbox keeps read-only.
 var staleFile = lazyRegexp(`unable to unlink old '([^'\n]+)': (?:Read-only file system|Device or resource busy|Operation not permitted)`)
 
+// signingFailed matches git failing to sign: the keys are hidden.
+var signingFailed = lazyRegexp(`gpg failed to sign the data|error: gpg failed|failed to write commit object|ssh-keygen[^\n]*(?:No such file|Load key)`)
+
 // gitRefusalNote explains such a failure in one line the model can act on,
 // or is "".
 func gitRefusalNote(output string) string {
+	if signingFailed().MatchString(output) && strings.Contains(output, "sign") {
+		return "git: git could not sign the commit or tag: the user's signing keys (~/.gnupg, ~/.ssh) are hidden inside the sandbox; commit unsigned (git -c commit.gpgsign=false commit, git -c tag.gpgsign=false tag) and ask the user to sign outside the sandbox (git commit --amend -S), or to sign at their next push"
+	}
 	if m := staleFile().FindStringSubmatch(output); m != nil {
 		return "git: git could not update " + m[1] + ", which the sandbox keeps read-only (outside the workspace, or a repository's hooks directory, where the user's own git runs what it holds): it still has its old content, whatever git printed; do not commit it as it is, and ask the user to run git checkout -- " + m[1] + " outside the sandbox"
 	}

@@ -99,3 +99,13 @@ func TestGitRefusalNoteLeftovers(t *testing.T) {
 		}
 	}
 }
+
+func TestSigningNote(t *testing.T) {
+	out := "error: gpg failed to sign the data\nfatal: failed to write commit object"
+	if got := gitRefusalNote(out); !strings.Contains(got, "commit unsigned (git -c commit.gpgsign=false commit") {
+		t.Errorf("note %q", got)
+	}
+	if got := gitRefusalNote("fatal: failed to write commit object"); got != "" {
+		t.Errorf("a failure that is not signing got %q", got)
+	}
+}
