@@ -243,7 +243,18 @@ type altStore struct {
 // roots and the read-only grants (nil: nowhere). Past a store outside
 // them the chain is already a risk, and nothing there is looked at.
 func walkAlternates(objects string, content []byte, depth int, follow func(string) bool, visit func(altStore)) {
-	if depth >= maxAlternatesDepth {
+	walkAlternatesOnce(objects, content, depth, follow, visit, map[string]bool{}, new(int))
+}
+
+// maxAlternateStores bounds the stores an alternates chain names, each
+// once (git links a store once): past it, one more that cannot be
+// followed.
+const maxAlternateStores = 256
+
+func walkAlternatesOnce(objects string, content []byte, depth int, follow func(string) bool, visit func(altStore), seen map[string]bool, n *int) {
+	// Git reads the files at depths 0 to 5 (object-file.c,
+	// link_alt_odb_entries).
+	if depth > maxAlternatesDepth {
 		return
 	}
 	for _, line := range strings.Split(string(content), "\n") {
@@ -251,6 +262,10 @@ func walkAlternates(objects string, content []byte, depth int, follow func(strin
 			continue
 		}
 		s := altStore{line: line}
+		if *n++; *n > maxAlternateStores {
+			visit(altStore{line: line, odd: "more object stores than git would link"})
+			return
+		}
 		switch {
 		case line[0] == '"' || strings.ContainsRune(line, 0):
 			s.odd = "a quoted path, which git unquotes"
@@ -268,9 +283,15 @@ func walkAlternates(objects string, content []byte, depth int, follow func(strin
 				}
 			}
 		}
+		if s.path != "" && seen[s.path] {
+			continue // linked already
+		}
+		if s.path != "" {
+			seen[s.path] = true
+		}
 		visit(s)
 		if s.nested != nil {
-			walkAlternates(s.path, s.nested, depth+1, follow, visit)
+			walkAlternatesOnce(s.path, s.nested, depth+1, follow, visit, seen, n)
 		}
 	}
 }

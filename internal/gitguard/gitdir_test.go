@@ -1,11 +1,13 @@
 package gitguard
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An entry git keeps no such entry as, made at the top of a git directory
@@ -155,6 +157,8 @@ func TestEndJudgesTheWholeAlternatesChain(t *testing.T) {
 		{"nested", []string{`mkdir -p build/cache/info && echo "$HOME/priv/.git/objects" > build/cache/info/alternates && echo ../../build/cache > .git/objects/info/alternates`}},
 		{"nested later", []string{`mkdir -p build/cache/info && echo ../../build/cache > .git/objects/info/alternates`,
 			`echo "$HOME/priv/.git/objects" > build/cache/info/alternates`}},
+		{"six files deep", []string{`for i in 1 2 3 4 5; do mkdir -p build/c$i/info; done && echo ../../build/c1 > .git/objects/info/alternates &&
+for i in 1 2 3 4; do echo ../c$((i+1)) > build/c$i/info/alternates; done && echo "$HOME/priv/.git/objects" > build/c5/info/alternates`}},
 		{"swapped for a symlink", []string{`mkdir -p build/objcache && echo ../../build/objcache > .git/objects/info/alternates`,
 			`rmdir build/objcache && ln -s "$HOME/priv/.git/objects" build/objcache`}},
 	} {
@@ -220,5 +224,38 @@ func TestBisectStartMustBeAName(t *testing.T) {
 	notes := f.call(`echo -f > .git/BISECT_START`)
 	if !strings.Contains(strings.Join(notes, "\n"), "moved .git/BISECT_START aside") {
 		t.Errorf("notes %q, want BISECT_START moved aside", notes)
+	}
+}
+
+// An alternates chain that names one store over and over, itself
+// included: each store is walked once, and the walk is bounded.
+func TestAlternatesWalkIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "s")
+	os.MkdirAll(filepath.Join(store, "info"), 0o755)
+	var b strings.Builder
+	for range 16 {
+		b.WriteString(store + "\n")
+	}
+	os.WriteFile(filepath.Join(store, "info", "alternates"), []byte(b.String()), 0o644)
+	n := 0
+	began := time.Now()
+	walkAlternates(dir, []byte(b.String()), 0, func(string) bool { return true }, func(altStore) { n++ })
+	if n != 1 || time.Since(began) > time.Second {
+		t.Errorf("%d stores visited in %v, want the one once", n, time.Since(began))
+	}
+	var many strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&many, "%s/x%d\n", dir, i)
+	}
+	n, odd := 0, 0
+	walkAlternates(dir, []byte(many.String()), 0, nil, func(s altStore) {
+		n++
+		if s.odd != "" {
+			odd++
+		}
+	})
+	if n != maxAlternateStores+1 || odd != 1 {
+		t.Errorf("%d visits, %d odd: want %d, then one odd", n, odd, maxAlternateStores+1)
 	}
 }

@@ -204,24 +204,30 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	gitdir, work := filepath.Join(tmp, "git"), filepath.Join(tmp, "work")
-	for _, d := range []string{gitdir, work, filepath.Join(gitdir, "objects"), filepath.Join(gitdir, "refs"), filepath.Join(gitdir, "info")} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return "", err
-		}
-	}
 	format := "[core]\n\trepositoryformatversion = 0\n"
 	if sha256 {
 		format = "[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectFormat = sha256\n"
 	}
-	for name, content := range map[string]string{
-		"HEAD": "ref: refs/heads/main\n", "config": format, "info/sparse-checkout": "/*\n!/*/\n",
-	} {
-		if err := os.WriteFile(filepath.Join(gitdir, name), []byte(content), 0o600); err != nil {
-			return "", err
+	// scratch makes a git directory of nothing but an index (the file at
+	// from) in dir, and returns it and its work tree.
+	scratch := func(dir, from string) (gitdir, work string, size int64, err error) {
+		gitdir, work = filepath.Join(dir, "git"), filepath.Join(dir, "work")
+		for _, d := range []string{dir, gitdir, work, filepath.Join(gitdir, "objects"), filepath.Join(gitdir, "refs"), filepath.Join(gitdir, "info")} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return "", "", 0, err
+			}
 		}
+		for name, content := range map[string]string{
+			"HEAD": "ref: refs/heads/main\n", "config": format, "info/sparse-checkout": "/*\n!/*/\n",
+		} {
+			if err := os.WriteFile(filepath.Join(gitdir, name), []byte(content), 0o600); err != nil {
+				return "", "", 0, err
+			}
+		}
+		size, err = copyRegular(from, filepath.Join(gitdir, "index"), maxIndexBytes)
+		return gitdir, work, size, err
 	}
-	size, err := copyRegular(index, filepath.Join(gitdir, "index"), maxIndexBytes)
+	gitdir, work, size, err := scratch(filepath.Join(tmp, "main"), index)
 	if err != nil {
 		return "", err
 	}
@@ -247,27 +253,26 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 		return true
 	}
 
-	env := []string{
-		"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LC_ALL=C",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_DIR=" + gitdir, "GIT_WORK_TREE=" + work,
-	}
-	// list lists the index into the file at path, as a whole index or a
-	// sparse one, read one entry after the other or with threads.
-	list := func(path string, sparse, threads bool) error {
+	// list lists the index of gitdir into the file at path, as a whole
+	// index or a sparse one, read with threads threads. Git reads each
+	// index file one of three ways by its thread count (read-cache.c,
+	// do_read_index): 1, everything in order; 2, the entries in order and
+	// the extensions from where the index's EOIE extension says they
+	// begin; 3 or more, the entries too from where its IEOT extension
+	// says they are.
+	list := func(gitdir, work, path string, sparse bool, threads int) error {
+		env := []string{
+			"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LC_ALL=C",
+			"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_DIR=" + gitdir, "GIT_WORK_TREE=" + work,
+		}
 		for try := 0; ; try++ {
 			os.Remove(path)
 			out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 			if err != nil {
 				return err
 			}
-			args := []string{"-c", "index.threads=1"}
-			if threads {
-				// With threads, git takes the entries from where the
-				// index's IEOT extension says they are, and with 4 it
-				// reads so whatever the number of CPUs here.
-				args = []string{"-c", "index.threads=4"}
-			}
+			args := []string{"-c", "index.threads=" + strconv.Itoa(threads)}
 			if sparse {
 				// A sparse index stays sparse with a cone of the top
 				// directory alone.
@@ -291,28 +296,55 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 			return err
 		}
 	}
+	// agree lists the index of gitdir in the three ways, into listing
+	// and beside it: the user's git may read it in any (index.threads,
+	// scalar's repositories), each file of a split index its own way.
+	agree := func(gitdir, work, listing string, sparse bool) (string, error) {
+		for _, threads := range []int{2, 4} {
+			other := listing + "." + strconv.Itoa(threads)
+			if err := list(gitdir, work, other, sparse, threads); err != nil {
+				return "it reads differently with threads (" + quoteCapped(err.Error()) + ")", nil
+			}
+			if same, err := sameFiles(listing, other); err != nil {
+				return "", err
+			} else if !same {
+				return "it holds other entries for a git that reads it with threads (index.threads) than for one that reads it in order", nil
+			}
+		}
+		return "", nil
+	}
 	// Read as a whole index first: git expands a sparse one from objects,
 	// which the scratch directory does not have, and says so. Then as a
 	// sparse index, which git keeps as it is: read so, a whole index is
 	// made sparse where it can be, from objects too.
 	listing := filepath.Join(tmp, "listing")
 	sparse := false
-	if err := list(listing, false, false); err != nil {
-		if err2 := list(listing, true, false); err2 != nil {
+	if err := list(gitdir, work, listing, false, 1); err != nil {
+		if err2 := list(gitdir, work, listing, true, 1); err2 != nil {
 			return "", err
 		}
 		sparse = true
 	}
-	// The user's git may read with threads (index.threads, scalar's
-	// repositories), from other offsets: both readings must agree.
-	threaded := filepath.Join(tmp, "threaded")
-	if err := list(threaded, sparse, true); err != nil {
-		return "it reads differently with threads (" + quoteCapped(err.Error()) + ")", nil
+	if why, err := agree(gitdir, work, listing, sparse); why != "" || err != nil {
+		return why, err
 	}
-	if same, err := sameFiles(listing, threaded); err != nil {
-		return "", err
-	} else if !same {
-		return "it holds other entries for a git that reads it with threads (index.threads) than for one that reads it in order", nil
+	// A shared part is read as an index of its own, whichever way the
+	// main part is: each must read the same in every way by itself.
+	for name := range copied {
+		sg, sw, _, err := scratch(filepath.Join(tmp, name), filepath.Join(gitdir, name))
+		if err != nil {
+			return "", err
+		}
+		own := filepath.Join(tmp, name+".listing")
+		if err := list(sg, sw, own, sparse, 1); err != nil {
+			return "its shared part " + quoteCapped(name) + " does not read as an index (" + quoteCapped(err.Error()) + ")", nil
+		}
+		if why, err := agree(sg, sw, own, sparse); why != "" || err != nil {
+			if why != "" {
+				why = "its shared part " + quoteCapped(name) + " " + strings.TrimPrefix(why, "it ")
+			}
+			return why, err
+		}
 	}
 	names := filepath.Join(tmp, "names")
 	if err := fileEntries(listing, names); err != nil {
@@ -323,7 +355,11 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 		return "", err
 	}
 	defer in.Close()
-	env = append(env, "GIT_INDEX_FILE="+filepath.Join(tmp, "check"))
+	env := []string{
+		"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_DIR=" + gitdir, "GIT_WORK_TREE=" + work, "GIT_INDEX_FILE=" + filepath.Join(tmp, "check"),
+	}
 	stderr, err := runGit(git, "update-index", work, env, in, io.Discard,
 		"-c", "core.protectNTFS=true", "-c", "core.protectHFS=true",
 		"-c", "index.sparse=false", "-c", "core.sparseCheckout=false",

@@ -5,9 +5,12 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -472,5 +475,107 @@ func TestRemoveStaleScratch(t *testing.T) {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("%s went: %v", p, err)
 		}
+	}
+}
+
+// writeSplitIndex writes in gitdir a split index that reads one way or
+// another by git's thread count: its main part holds the benign entries,
+// and its link extension only where its EOIE extension points (hidden in a
+// cache-tree payload, for a reader of the extensions after the entries);
+// its shared part holds, read in order, the benign entries but the first
+// and the hostile one, and where its IEOT says, the benign ones. A git
+// reading the main part with 2 threads, or more, and the shared part in
+// order sees the hostile entry.
+func writeSplitIndex(t *testing.T, gitdir string, benign [][3]string, hostile [3]string) {
+	t.Helper()
+	entry := func(e [3]string) []byte {
+		mode, _ := strconv.ParseUint(e[0], 8, 32)
+		b := make([]byte, 40)
+		binary.BigEndian.PutUint32(b[24:], uint32(mode))
+		oid, _ := hex.DecodeString(e[1])
+		b = append(b, oid...)
+		b = binary.BigEndian.AppendUint16(b, uint16(min(len(e[2]), 0xfff)))
+		b = append(b, e[2]...)
+		return append(b, make([]byte, 8-len(b)%8)...)
+	}
+	ext := func(sig string, payload []byte) []byte {
+		return append(binary.BigEndian.AppendUint32([]byte(sig), uint32(len(payload))), payload...)
+	}
+	finish := func(body []byte) []byte { s := sha1.Sum(body); return append(body, s[:]...) }
+	eoie := func(offset int, headers []byte) []byte {
+		s := sha1.Sum(headers)
+		return ext("EOIE", append(binary.BigEndian.AppendUint32(nil, uint32(offset)), s[:]...))
+	}
+	header := func(n int) []byte {
+		return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32([]byte("DIRC"), 2), uint32(n))
+	}
+	sortByName := func(es [][3]string) { sort.Slice(es, func(i, j int) bool { return es[i][2] < es[j][2] }) }
+	sortByName(benign)
+	planted := append(append([][3]string(nil), benign[1:]...), hostile)
+	sortByName(planted)
+	pre := []byte("\x00-1 0\n")
+	var seq, hidden []byte
+	for _, e := range planted {
+		seq = append(seq, entry(e)...)
+	}
+	for _, e := range benign {
+		hidden = append(hidden, entry(e)...)
+	}
+	hdr := header(len(planted))
+	posHidden := len(hdr) + len(seq) + 8 + len(pre)
+	ieot := ext("IEOT", binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 1), uint32(posHidden)), uint32(len(planted))))
+	posIeot := posHidden + len(hidden)
+	tree := ext("TREE", append(append(append([]byte(nil), pre...), hidden...), ieot...))
+	shared := finish(append(append(append(hdr, seq...), tree...), eoie(posIeot, ieot[:8])...))
+	sid := hex.EncodeToString(shared[len(shared)-20:])
+	ewah := append(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 0), 1), make([]byte, 12)...)
+	sidBytes, _ := hex.DecodeString(sid)
+	link := ext("link", append(append(sidBytes, ewah...), ewah...))
+	mhdr := header(len(benign))
+	var ents []byte
+	for _, e := range benign {
+		ents = append(ents, entry(e)...)
+	}
+	posLink := len(mhdr) + len(ents) + 8 + len(pre)
+	mtree := ext("TREE", append(append([]byte(nil), pre...), link...))
+	main := finish(append(append(append(mhdr, ents...), mtree...), eoie(posLink, link[:8])...))
+	if err := os.WriteFile(filepath.Join(gitdir, "sharedindex."+sid), shared, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gitdir, "index"), main, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A split index whose main part names its shared part only for a git
+// that reads it with 2 threads, and whose shared part reads otherwise in
+// order than where its IEOT points: each of its files is read every way.
+func TestCheckIndexSplitReadEveryWay(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git on PATH")
+	}
+	dir := t.TempDir()
+	shIn(t, dir, "git init -q && echo a > a && echo b > b && git add a b && git commit -qm one")
+	var benign [][3]string
+	for _, line := range strings.Split(strings.TrimSpace(gitIn(t, dir, "ls-files", "-s")), "\n") {
+		meta, name, _ := strings.Cut(line, "\t")
+		f := strings.Fields(meta)
+		benign = append(benign, [3]string{f[0], f[1], name})
+	}
+	gitdir := filepath.Join(dir, ".git")
+	writeSplitIndex(t, gitdir, benign, [3]string{"100755", benign[0][1], ".git/hooks/pre-commit"})
+	if out := gitIn(t, dir, "-c", "index.threads=2", "ls-files"); !strings.Contains(out, ".git/hooks/pre-commit") {
+		t.Fatalf("control: read with 2 threads, git lists %q, not the planted name: the test tests nothing", out)
+	}
+	for _, n := range []string{"1", "4"} {
+		if out := gitIn(t, dir, "-c", "index.threads="+n, "ls-files"); strings.Contains(out, ".git/hooks") {
+			t.Fatalf("control: read with %s threads, git lists %q", n, out)
+		}
+	}
+	shared, _ := filepath.Glob(filepath.Join(gitdir, "sharedindex.*"))
+	why, err := checkIndexWithGit(git, filepath.Join(gitdir, "index"), shared, false)
+	if err != nil || why == "" {
+		t.Errorf("judged harmless (%q, %v): a git that reads it with 2 threads writes .git/hooks/pre-commit", why, err)
 	}
 }
