@@ -288,6 +288,23 @@ func New(o Options) (*Policy, error) {
 	if err := checkReduced(o, p); err != nil {
 		return nil, err
 	}
+	// A grant given through a symbolic link that commands can re-point
+	// would name another place at the next start.
+	var writable []string
+	for _, g := range p.Grants {
+		if g.Writable {
+			writable = append(writable, g.Path)
+		}
+	}
+	if o.StateDir != "" {
+		writable = append(writable, resolvePartly(o.StateDir))
+	}
+	for _, g := range p.Grants {
+		abs, _ := filepath.Abs(typed[g.Path])
+		if l := linkIn(abs, writable); l != "" {
+			return nil, &FlagError{Flag: g.Flag, Value: typed[g.Path], Err: "goes through " + l + ", a symbolic link where commands write: they could point it elsewhere before the next start", Hint: "pass the place it leads to, " + g.Path + ", instead"}
+		}
+	}
 
 	if o.Home != "" {
 		if h, err := filepath.EvalSymlinks(o.Home); err == nil && h != "/" {
@@ -317,7 +334,11 @@ func New(o Options) (*Policy, error) {
 		}
 	}
 	if p.Home != "" && !p.HomeGranted && !o.NoHomeTools {
-		for _, t := range homeToolDirs(p.hostPath, p.Home) {
+		sd := ""
+		if o.StateDir != "" {
+			sd = resolvePartly(o.StateDir)
+		}
+		for _, t := range homeToolDirs(p.hostPath, p.Home, writable, sd) {
 			covered := false
 			for _, g := range p.Grants {
 				if Within(t.Path, g.Path) {
@@ -366,7 +387,7 @@ func New(o Options) (*Policy, error) {
 	}
 	if o.GlobalHooksPath != nil && p.PrivateHome != "" {
 		if h := o.GlobalHooksPath(p.Workspace, p.HostProgram("git")); h != "" && filepath.IsAbs(h) {
-			if real, err := filepath.EvalSymlinks(h); err == nil && Within(real, p.Home) {
+			if real, err := filepath.EvalSymlinks(h); err == nil && Within(real, p.Home) && p.Shows(h) {
 				if fi, err := os.Stat(real); err == nil && fi.IsDir() {
 					covered := false
 					for _, g := range p.Grants {

@@ -444,7 +444,7 @@ func TestHomeToolDirs(t *testing.T) {
 	os.Symlink(filepath.Join(h, "own/bin"), filepath.Join(h, "linked"))
 	path := strings.Join([]string{h + "/.pyenv/shims", h + "/.cargo/bin", h + "/linked", h + "/.ssh/bin", h, h + "/missing", "relative/bin", "/usr/bin", h + "/.local/bin"}, ":")
 	var got []string
-	for _, tl := range homeToolDirs(path, h) {
+	for _, tl := range homeToolDirs(path, h, nil, "") {
 		got = append(got, strings.TrimPrefix(tl.Path, h+"/"))
 	}
 	want := []string{".pyenv", ".cargo/bin", ".rustup", "own/bin", ".local/bin"}
