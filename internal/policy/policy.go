@@ -299,6 +299,21 @@ func New(o Options) (*Policy, error) {
 	if o.StateDir != "" {
 		writable = append(writable, resolvePartly(o.StateDir))
 	}
+	// The system's places for programs are where the server takes the
+	// programs it runs on the host (FindProgram): a server that let its
+	// commands write there, as a root caller's through an idmapped grant
+	// (root's files on the host), would hand every other server a program.
+	for _, g := range p.Grants {
+		if !g.Writable {
+			continue
+		}
+		for _, prefix := range systemPrefixes {
+			place := strings.TrimSuffix(prefix, "/")
+			if Within(g.Path, place) || Within(place, g.Path) {
+				return nil, &FlagError{Flag: g.Flag, Value: typed[g.Path], Err: "lies in " + place + ", where the server takes the programs it runs on the host", Hint: "pass a directory outside " + place}
+			}
+		}
+	}
 	for _, g := range p.Grants {
 		abs, _ := filepath.Abs(typed[g.Path])
 		if l := linkIn(abs, writable); l != "" {

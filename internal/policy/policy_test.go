@@ -540,3 +540,16 @@ func TestHostGitFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestWritableSystemPlaceRefused: no writable grant lies in the system's
+// places for programs, where every server takes what it runs on the host.
+func TestWritableSystemPlaceRefused(t *testing.T) {
+	root := tree(t)
+	if _, err := os.Stat("/usr/local"); err != nil {
+		t.Skip("needs /usr/local")
+	}
+	_, err := New(Options{Workspace: root + "/home/proj", Writable: []string{"/usr/local"}})
+	if err == nil || !strings.Contains(err.Error(), "where the server takes the programs it runs on the host") {
+		t.Errorf("--writable /usr/local: %v", err)
+	}
+}
