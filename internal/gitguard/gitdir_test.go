@@ -287,3 +287,27 @@ func TestGlobalHooksPathInARoot(t *testing.T) {
 		})
 	}
 }
+
+// A nanosandbox-mcp package a call leaves in a root's node_modules is what
+// the user's next npx -y nanosandbox-mcp, started there, would run outside
+// the sandbox: moved aside. One the user installed stays while calls
+// leave it as it is.
+func TestLauncherPlantedInARoot(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	notes := f.call(`mkdir -p node_modules/nanosandbox-mcp/bin node_modules/.bin && echo '{"name":"nanosandbox-mcp","bin":"bin/x"}' > node_modules/nanosandbox-mcp/package.json && ln -s ../nanosandbox-mcp/bin/x node_modules/.bin/nanosandbox-mcp`)
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{"moved node_modules/nanosandbox-mcp aside", "moved node_modules/.bin/nanosandbox-mcp aside"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes %q, want one holding %q", notes, want)
+		}
+	}
+	// The user's own, installed while no call ran.
+	f.sh(`rm -rf node_modules && mkdir -p node_modules/nanosandbox-mcp && echo '{}' > node_modules/nanosandbox-mcp/package.json`)
+	if notes := f.call("true"); len(notes) != 0 {
+		t.Errorf("the user's own package was judged: %q", notes)
+	}
+	if notes := f.call(`echo planted > node_modules/nanosandbox-mcp/package.json`); !strings.Contains(strings.Join(notes, "\n"), "moved node_modules/nanosandbox-mcp aside") {
+		t.Errorf("a change to it in a call: notes %q", notes)
+	}
+}

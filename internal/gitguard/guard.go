@@ -464,6 +464,9 @@ func (g *Guard) resolveAll() map[candidate][]element {
 		e.user, e.raw = true, g.res.expand(h, "/")
 		gl = append(gl, e)
 	}
+	for _, r := range g.scanRoots() {
+		gl = append(gl, launchers(r)...)
+	}
 	if len(gl) > 0 {
 		out[global] = gl
 	}
