@@ -134,6 +134,9 @@ type Policy struct {
 	// replaced, and only the credential masks apply. (A writable grant
 	// over Home is refused.)
 	HomeGranted bool
+	// AccountHome is the home the user database names, where HOME names
+	// another: hidden too (but where a grant covers it); empty otherwise.
+	AccountHome string
 	// PrivateHome is the host directory mounted over Home inside the sandbox
 	// so tool caches persist; empty if there is none.
 	PrivateHome string
@@ -329,8 +332,18 @@ func New(o Options) (*Policy, error) {
 		}
 	}
 	homes := []string{p.Home}
-	if h, err := filepath.EvalSymlinks(o.AccountHome); o.AccountHome != "" && err == nil && h != p.Home {
+	if h, err := filepath.EvalSymlinks(o.AccountHome); o.AccountHome != "" && err == nil && h != p.Home && h != "/" {
 		homes = append(homes, h)
+		// HOME set elsewhere (a client's scratch HOME, a snap's): the
+		// account's own home holds the user's files all the same, and
+		// the state of their other servers. Hidden too, unless granted.
+		granted := false
+		for _, g := range p.Grants {
+			granted = granted || Within(h, g.Path)
+		}
+		if !granted {
+			p.AccountHome = h
+		}
 	}
 	for _, g := range p.Grants {
 		for _, h := range homes {

@@ -140,6 +140,10 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		}
 		regions = append(regions, region{p.Home, true})
 	}
+	if h := p.AccountHome; h != "" && !policy.Within(h, p.Home) {
+		sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: h, Dir: true, Mode: 0o755})
+		regions = append(regions, region{h, true})
+	}
 	for _, a := range aliases[p.Home] {
 		if !a.Part {
 			sp.homeAliases = append(sp.homeAliases, a.Path)
