@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -615,6 +616,21 @@ func (g *Guard) name(e element) string {
 // show names a path as the model sees it: relative to the first root
 // (the workspace) when inside it, else where commands see it.
 func (g *Guard) show(path string) string {
+	return quoteName(g.showRaw(path))
+}
+
+// quoteName is a name a command may have chosen, as a note says it: as it
+// is where it is printable ASCII without blanks, else quoted (a name can
+// hold a sentence).
+func quoteName(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == '"' || r >= 0x7f }) {
+		return s
+	}
+	return strconv.QuoteToASCII(s)
+}
+
+// showRaw is show, unquoted.
+func (g *Guard) showRaw(path string) string {
 	_, _, s := g.place(path)
 	if s == "" {
 		return path
