@@ -181,7 +181,10 @@ func globalHooksPath(workspace, git string) string {
 // and ~/.config/git/ignore hold for these settings: the carried ones, and
 // the content of the user's global ignore file (core.excludesFile, or
 // git's default beside the XDG config).
-func gitSettingsFiles(settings []setting, hooks string) (config, ignore, attributes []byte) {
+//
+// A file is read only where shows allows it (Policy.Shows): not through a
+// link commands can re-point, never a credential or the server's state.
+func gitSettingsFiles(settings []setting, hooks string, shows func(string) bool) (config, ignore, attributes []byte) {
 	var b bytes.Buffer
 	b.WriteString(settingsHeader)
 	if hooks != "" {
@@ -221,14 +224,14 @@ func gitSettingsFiles(settings []setting, hooks string) (config, ignore, attribu
 		}
 		b.WriteString("\t" + s.key + " = " + quoteConfig(s.value) + "\n")
 	}
-	if excludes != "" && filepath.IsAbs(excludes) {
+	if excludes != "" && filepath.IsAbs(excludes) && shows(excludes) {
 		if content, err := readSmall(excludes); err == nil {
 			ignore = append([]byte(ignoreHeader), content...)
 		}
 	}
 	// Global attributes choose the filters (nbstripout's, git-lfs's) and
 	// diff drivers for the paths they name.
-	if attrs != "" && filepath.IsAbs(attrs) {
+	if attrs != "" && filepath.IsAbs(attrs) && shows(attrs) {
 		if content, err := readSmall(attrs); err == nil {
 			attributes = append([]byte(attributesHeader), content...)
 		}
@@ -269,7 +272,7 @@ func writeGitSettings(p *policy.Policy) error {
 	if !ok {
 		return nil // the user's global config could not be read: nothing is carried
 	}
-	config, ignore, attributes := gitSettingsFiles(settings, p.GlobalHooks)
+	config, ignore, attributes := gitSettingsFiles(settings, p.GlobalHooks, p.Shows)
 	root, err := os.OpenRoot(p.PrivateHome)
 	if err != nil {
 		return err

@@ -30,7 +30,7 @@ func TestGitSettingsFiles(t *testing.T) {
 		{"credential", "", "helper", "store"},
 		{"http", "", "extraheader", "Authorization: token"},
 		{"core", "", "pager", "less"},
-	}, "")
+	}, "", func(string) bool { return true })
 	if string(ignore) != ignoreHeader+".env\n" {
 		t.Errorf("ignore %q, want the user's excludes file", ignore)
 	}

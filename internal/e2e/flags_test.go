@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -80,5 +82,43 @@ func TestCheckNetwork(t *testing.T) {
 	stdout, stderr, code := e.runRaw("--check", "--workspace", e.ws)
 	if code != 0 || !strings.Contains(stdout, "reachable     none: own network namespace, loopback only\n") || !strings.Contains(stdout, "No network: HTTP(S) gets 403") {
 		t.Errorf("--check without network: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// A grant or a derived path reached through a symbolic link where
+// commands write: they could point it elsewhere before the next start.
+// A --writable through one is refused at start; a global ignore file
+// through one is not carried; the next start never grants or reads what
+// a command re-pointed it to.
+func TestThroughWritableLinks(t *testing.T) {
+	e := newEnv(t)
+	scratch := filepath.Join(e.home, "scratch")
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.own(scratch)
+	if err := os.Symlink(scratch, filepath.Join(e.ws, "out")); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := e.runRaw("--workspace", e.ws, "--writable", filepath.Join(e.ws, "out"), "--", "true")
+	if code != 2 || !strings.Contains(stderr, "a symbolic link where commands write") || !strings.Contains(stderr, "hint: pass the place it leads to, "+scratch) {
+		t.Errorf("--writable through a link in the workspace: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := e.runRaw("--workspace", e.ws, "--writable", scratch, "--", "true"); code != 0 {
+		t.Errorf("--writable of the place itself: exit %d, %s", code, stderr)
+	}
+	// The user's global ignore file is a link in the workspace (a dotfiles
+	// checkout); a command points it at a credential.
+	e.write(filepath.Join(e.home, ".gitconfig"), identity+"[core]\n\texcludesFile = "+filepath.Join(e.ws, "gitignore")+"\n", 0o644)
+	e.write("dotfiles-ignore", ".env\n", 0o644)
+	if err := os.Symlink(filepath.Join(e.ws, "dotfiles-ignore"), filepath.Join(e.ws, "gitignore")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := e.sh("rm gitignore && ln -s " + filepath.Join(e.home, ".ssh", "id_ed25519") + " gitignore"); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, _, _ := e.sh("cat ~/.config/git/ignore 2>&1")
+	if strings.Contains(stdout, secretValue) {
+		t.Errorf("the next start copied a credential into the private home: %q", stdout)
 	}
 }

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,5 +83,28 @@ func TestWorkspaceSiblingsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.privateHome(), "src", "NOTES.md")); err == nil {
 		t.Error("the write landed in the private home")
+	}
+}
+
+// With HOME set elsewhere than the account's home (a client's scratch
+// HOME, a snap's), the account's home is hidden too: the user's files and
+// the state of their other servers, logins in private homes included.
+func TestAccountHomeHiddenWhereHomeDiffers(t *testing.T) {
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		t.Skip("needs the account's home directory")
+	}
+	e := newEnv(t) // HOME is the test's own temporary directory
+	if strings.HasPrefix(e.home, u.HomeDir+"/") {
+		t.Skip("the test's HOME lies in the account's home")
+	}
+	marker := filepath.Join(u.HomeDir, fmt.Sprintf(".nsb-account-home-%d", os.Getpid()))
+	if err := os.WriteFile(marker, []byte("ACCOUNT-HOME-FILE\n"), 0o644); err != nil {
+		t.Skipf("cannot write in the account's home: %v", err)
+	}
+	defer os.Remove(marker)
+	out, _, _ := e.sh("cat " + marker + " 2>/dev/null; echo ---; ls -a " + u.HomeDir + " 2>/dev/null")
+	if _, listing, _ := strings.Cut(out, "---"); strings.Contains(out, "ACCOUNT-HOME-FILE") || strings.Contains(listing, filepath.Base(marker)) {
+		t.Errorf("the account's home is visible inside: %q", out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -411,6 +412,9 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			}
 		case e.role == roleRerere && e.id.exists() && e.id.Sum != emptySum && g.trustedVersion(cand, e, newCand).id.Sum != e.id.Sum:
 			why = "its " + g.name(e) + " was made or changed by a call: it names the files the user's own git commit (or git rerere) would read and write, wherever the names lead, outside the sandbox too; the conflicts of a merge made in a call are not remembered by rerere"
+		case e.role == roleLauncher && e.id.exists():
+			why = "its " + g.name(e) + " is what npx -y nanosandbox-mcp runs, started there (npx prefers a package in the directory's node_modules): the user's next start of this server would run it outside the sandbox"
+			said = true
 		case e.role == roleAlternates && e.id.exists():
 			if w := g.judgeAlternates(e); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
@@ -603,6 +607,8 @@ func (g *Guard) name(e element) string {
 		return "index " + s
 	case roleAlternates:
 		return "alternates file " + s
+	case roleLauncher:
+		return "package " + s
 	}
 	return s
 }
@@ -610,6 +616,21 @@ func (g *Guard) name(e element) string {
 // show names a path as the model sees it: relative to the first root
 // (the workspace) when inside it, else where commands see it.
 func (g *Guard) show(path string) string {
+	return quoteName(g.showRaw(path))
+}
+
+// quoteName is a name a command may have chosen, as a note says it: as it
+// is where it is printable ASCII without blanks, else quoted (a name can
+// hold a sentence).
+func quoteName(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == '"' || r >= 0x7f }) {
+		return s
+	}
+	return strconv.QuoteToASCII(s)
+}
+
+// showRaw is show, unquoted.
+func (g *Guard) showRaw(path string) string {
 	_, _, s := g.place(path)
 	if s == "" {
 		return path

@@ -28,10 +28,11 @@ const (
 	roleIndex                  // a git directory's index: every name in it is a path git writes and reads from the work tree (index.go)
 	roleStray                  // the entries at the top of a git directory that git keeps no such entry as (gitdir.go)
 	roleAlternates             // objects/info/alternates of a common dir: object stores git reads as the repository's own
+	roleLauncher               // node_modules/nanosandbox-mcp of a root: what npx -y nanosandbox-mcp runs, started there (launcher.go)
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray", "alternates"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray", "alternates", "launcher"}[r]
 }
 
 // Caps on what the guard reads from a writable root.

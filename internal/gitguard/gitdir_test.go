@@ -259,3 +259,55 @@ func TestAlternatesWalkIsBounded(t *testing.T) {
 		t.Errorf("%d visits, %d odd: want %d, then one odd", n, odd, maxAlternateStores+1)
 	}
 }
+
+// The user's global core.hooksPath lying in a root (a dotfiles checkout
+// as the workspace) is every repository's hooks directory, on the host
+// too: kept and judged though no repository in the roots names it, also
+// where the setting comes from an included file.
+func TestGlobalHooksPathInARoot(t *testing.T) {
+	for _, include := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in the global config", true: "from an include"}[include], func(t *testing.T) {
+			f := newFixture(t)
+			hooks := filepath.Join(f.root, "dotfiles", "hooks")
+			cfg := "[core]\n\thooksPath = " + hooks + "\n"
+			if include {
+				os.WriteFile(filepath.Join(f.home, "more.gitconfig"), []byte(cfg), 0o644)
+				cfg = "[include]\n\tpath = more.gitconfig\n"
+			}
+			os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte(cfg), 0o644)
+			os.MkdirAll(filepath.Join(f.root, "dotfiles"), 0o755)
+			f.start()
+			notes := f.call(`mkdir -p dotfiles/hooks && printf '#!/bin/sh\n%s\n' "$PWN" > dotfiles/hooks/pre-commit && chmod +x dotfiles/hooks/pre-commit`)
+			if !strings.Contains(strings.Join(notes, "\n"), "moved dotfiles/hooks aside") {
+				t.Errorf("notes %q, want the planted global hooks directory moved aside", notes)
+			}
+			if _, err := os.Stat(filepath.Join(hooks, "pre-commit")); err == nil {
+				t.Error("the planted hook is in the user's global hooks directory")
+			}
+		})
+	}
+}
+
+// A nanosandbox-mcp package a call leaves in a root's node_modules is what
+// the user's next npx -y nanosandbox-mcp, started there, would run outside
+// the sandbox: moved aside. One the user installed stays while calls
+// leave it as it is.
+func TestLauncherPlantedInARoot(t *testing.T) {
+	f := newFixture(t)
+	f.start()
+	notes := f.call(`mkdir -p node_modules/nanosandbox-mcp/bin node_modules/.bin && echo '{"name":"nanosandbox-mcp","bin":"bin/x"}' > node_modules/nanosandbox-mcp/package.json && ln -s ../nanosandbox-mcp/bin/x node_modules/.bin/nanosandbox-mcp`)
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{"moved node_modules/nanosandbox-mcp aside", "moved node_modules/.bin/nanosandbox-mcp aside"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes %q, want one holding %q", notes, want)
+		}
+	}
+	// The user's own, installed while no call ran.
+	f.sh(`rm -rf node_modules && mkdir -p node_modules/nanosandbox-mcp && echo '{}' > node_modules/nanosandbox-mcp/package.json`)
+	if notes := f.call("true"); len(notes) != 0 {
+		t.Errorf("the user's own package was judged: %q", notes)
+	}
+	if notes := f.call(`echo planted > node_modules/nanosandbox-mcp/package.json`); !strings.Contains(strings.Join(notes, "\n"), "moved node_modules/nanosandbox-mcp aside") {
+		t.Errorf("a change to it in a call: notes %q", notes)
+	}
+}

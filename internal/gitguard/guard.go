@@ -399,17 +399,10 @@ const maxByContent = 4096
 func (g *Guard) resolveAll() map[candidate][]element {
 	g.seen = map[string]bool{}
 	out := map[candidate][]element{}
-	for _, c := range g.find.candidates() {
-		out[c] = g.res.resolve(c)
-	}
-	for _, c := range g.enclosing() {
-		els := g.res.resolve(c)
-		for i := range els {
-			els[i].user = true
-		}
-		out[c] = els
-	}
+	// The user's own config files first: what they name, includes
+	// followed, applies to every repository (core.hooksPath).
 	var gl []element
+	var hooks []string
 	seen := map[string]bool{}
 	// dir is the directory of the file as git opened it (relative
 	// includes are taken from a symlink's, not its target's).
@@ -436,18 +429,56 @@ func (g *Guard) resolveAll() map[candidate][]element {
 			return
 		}
 		for _, en := range entries {
-			if (en.Section == "include" || en.Section == "includeif") && en.Name == "path" && en.HasValue {
+			switch {
+			case (en.Section == "include" || en.Section == "includeif") && en.Name == "path" && en.HasValue:
 				if p, err := g.res.configPath(en.Value, dir); err == nil && p != "" {
 					add(p, g.res.openedDir(en.Value, dir, p), depth+1)
 				}
+			case en.Section == "core" && en.Subsection == "" && en.Name == "hookspath" && en.HasValue:
+				hooks = append(hooks, en.Value)
 			}
 		}
 	}
 	for _, f := range g.cfg.GlobalConfigs {
 		add(f, filepath.Dir(f), 0)
 	}
+	if len(g.cfg.GlobalConfigs) > 0 {
+		g.res.globalHooks = hooks
+	}
+	// An absolute (or ~/) one is a hooks directory of every repository
+	// the user's git runs in, anywhere, whether or not a repository in
+	// the roots names it: where it lies in a root, it is kept and judged
+	// as the user's own.
+	for _, h := range hooks {
+		if !filepath.IsAbs(h) && !strings.HasPrefix(h, "~/") {
+			continue
+		}
+		p, err := g.res.configPath(h, "/")
+		if err != nil || p == "" {
+			continue
+		}
+		if k, _, _ := g.place(p); k != inside {
+			continue
+		}
+		e, _ := g.res.hooks(roleHooksPath, p)
+		e.user, e.raw = true, g.res.expand(h, "/")
+		gl = append(gl, e)
+	}
+	for _, r := range g.scanRoots() {
+		gl = append(gl, launchers(r)...)
+	}
 	if len(gl) > 0 {
 		out[global] = gl
+	}
+	for _, c := range g.find.candidates() {
+		out[c] = g.res.resolve(c)
+	}
+	for _, c := range g.enclosing() {
+		els := g.res.resolve(c)
+		for i := range els {
+			els[i].user = true
+		}
+		out[c] = els
 	}
 	for p := range g.listings {
 		if !g.seen[p] {

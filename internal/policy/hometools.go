@@ -59,12 +59,17 @@ type HomeTool struct {
 // homeToolDirs finds, for the PATH directories inside home, what the tools
 // there need. Paths are resolved; the home itself and credential paths are
 // never shown.
-func homeToolDirs(path, home string) []HomeTool {
+//
+// A PATH directory reached through a symbolic link where commands write
+// (writable), or a tree in the server's state (stateDir), is never shown:
+// commands could point it at any directory of the home between starts.
+func homeToolDirs(path, home string, writable []string, stateDir string) []HomeTool {
 	var out []HomeTool
 	seen := map[string]bool{}
 	add := func(p, why string) {
 		real, err := filepath.EvalSymlinks(p)
-		if err != nil || real == home || !Within(real, home) || seen[real] || isCredential(real, home) {
+		if err != nil || real == home || !Within(real, home) || seen[real] || isCredential(real, home) ||
+			stateDir != "" && (Within(real, stateDir) || Within(stateDir, real)) || linkIn(p, writable) != "" {
 			return
 		}
 		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
@@ -78,6 +83,9 @@ func homeToolDirs(path, home string) []HomeTool {
 			continue
 		}
 		dir = filepath.Clean(dir)
+		if linkIn(dir, writable) != "" {
+			continue
+		}
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
 			dir = real
 		}

@@ -134,6 +134,9 @@ type Policy struct {
 	// replaced, and only the credential masks apply. (A writable grant
 	// over Home is refused.)
 	HomeGranted bool
+	// AccountHome is the home the user database names, where HOME names
+	// another: hidden too (but where a grant covers it); empty otherwise.
+	AccountHome string
 	// PrivateHome is the host directory mounted over Home inside the sandbox
 	// so tool caches persist; empty if there is none.
 	PrivateHome string
@@ -288,6 +291,38 @@ func New(o Options) (*Policy, error) {
 	if err := checkReduced(o, p); err != nil {
 		return nil, err
 	}
+	// A grant given through a symbolic link that commands can re-point
+	// would name another place at the next start.
+	var writable []string
+	for _, g := range p.Grants {
+		if g.Writable {
+			writable = append(writable, g.Path)
+		}
+	}
+	if o.StateDir != "" {
+		writable = append(writable, resolvePartly(o.StateDir))
+	}
+	// The system's places for programs are where the server takes the
+	// programs it runs on the host (FindProgram): a server that let its
+	// commands write there, as a root caller's through an idmapped grant
+	// (root's files on the host), would hand every other server a program.
+	for _, g := range p.Grants {
+		if !g.Writable {
+			continue
+		}
+		for _, prefix := range systemPrefixes {
+			place := strings.TrimSuffix(prefix, "/")
+			if Within(g.Path, place) || Within(place, g.Path) {
+				return nil, &FlagError{Flag: g.Flag, Value: typed[g.Path], Err: "lies in " + place + ", where the server takes the programs it runs on the host", Hint: "pass a directory outside " + place}
+			}
+		}
+	}
+	for _, g := range p.Grants {
+		abs, _ := filepath.Abs(typed[g.Path])
+		if l := linkIn(abs, writable); l != "" {
+			return nil, &FlagError{Flag: g.Flag, Value: typed[g.Path], Err: "goes through " + l + ", a symbolic link where commands write: they could point it elsewhere before the next start", Hint: "pass the place it leads to, " + g.Path + ", instead"}
+		}
+	}
 
 	if o.Home != "" {
 		if h, err := filepath.EvalSymlinks(o.Home); err == nil && h != "/" {
@@ -297,8 +332,18 @@ func New(o Options) (*Policy, error) {
 		}
 	}
 	homes := []string{p.Home}
-	if h, err := filepath.EvalSymlinks(o.AccountHome); o.AccountHome != "" && err == nil && h != p.Home {
+	if h, err := filepath.EvalSymlinks(o.AccountHome); o.AccountHome != "" && err == nil && h != p.Home && h != "/" {
 		homes = append(homes, h)
+		// HOME set elsewhere (a client's scratch HOME, a snap's): the
+		// account's own home holds the user's files all the same, and
+		// the state of their other servers. Hidden too, unless granted.
+		granted := false
+		for _, g := range p.Grants {
+			granted = granted || Within(h, g.Path)
+		}
+		if !granted {
+			p.AccountHome = h
+		}
 	}
 	for _, g := range p.Grants {
 		for _, h := range homes {
@@ -317,7 +362,11 @@ func New(o Options) (*Policy, error) {
 		}
 	}
 	if p.Home != "" && !p.HomeGranted && !o.NoHomeTools {
-		for _, t := range homeToolDirs(p.hostPath, p.Home) {
+		sd := ""
+		if o.StateDir != "" {
+			sd = resolvePartly(o.StateDir)
+		}
+		for _, t := range homeToolDirs(p.hostPath, p.Home, writable, sd) {
 			covered := false
 			for _, g := range p.Grants {
 				if Within(t.Path, g.Path) {
@@ -366,7 +415,7 @@ func New(o Options) (*Policy, error) {
 	}
 	if o.GlobalHooksPath != nil && p.PrivateHome != "" {
 		if h := o.GlobalHooksPath(p.Workspace, p.HostProgram("git")); h != "" && filepath.IsAbs(h) {
-			if real, err := filepath.EvalSymlinks(h); err == nil && Within(real, p.Home) {
+			if real, err := filepath.EvalSymlinks(h); err == nil && Within(real, p.Home) && p.Shows(h) {
 				if fi, err := os.Stat(real); err == nil && fi.IsDir() {
 					covered := false
 					for _, g := range p.Grants {

@@ -444,7 +444,7 @@ func TestHomeToolDirs(t *testing.T) {
 	os.Symlink(filepath.Join(h, "own/bin"), filepath.Join(h, "linked"))
 	path := strings.Join([]string{h + "/.pyenv/shims", h + "/.cargo/bin", h + "/linked", h + "/.ssh/bin", h, h + "/missing", "relative/bin", "/usr/bin", h + "/.local/bin"}, ":")
 	var got []string
-	for _, tl := range homeToolDirs(path, h) {
+	for _, tl := range homeToolDirs(path, h, nil, "") {
 		got = append(got, strings.TrimPrefix(tl.Path, h+"/"))
 	}
 	want := []string{".pyenv", ".cargo/bin", ".rustup", "own/bin", ".local/bin"}
@@ -538,5 +538,18 @@ func TestHostGitFlag(t *testing.T) {
 				t.Errorf("err %v, want one holding %q", err, tt.err)
 			}
 		})
+	}
+}
+
+// TestWritableSystemPlaceRefused: no writable grant lies in the system's
+// places for programs, where every server takes what it runs on the host.
+func TestWritableSystemPlaceRefused(t *testing.T) {
+	root := tree(t)
+	if _, err := os.Stat("/usr/local"); err != nil {
+		t.Skip("needs /usr/local")
+	}
+	_, err := New(Options{Workspace: root + "/home/proj", Writable: []string{"/usr/local"}})
+	if err == nil || !strings.Contains(err.Error(), "where the server takes the programs it runs on the host") {
+		t.Errorf("--writable /usr/local: %v", err)
 	}
 }

@@ -140,6 +140,10 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		}
 		regions = append(regions, region{p.Home, true})
 	}
+	if h := p.AccountHome; h != "" && !policy.Within(h, p.Home) {
+		sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: h, Dir: true, Mode: 0o755})
+		regions = append(regions, region{h, true})
+	}
 	for _, a := range aliases[p.Home] {
 		if !a.Part {
 			sp.homeAliases = append(sp.homeAliases, a.Path)
@@ -176,7 +180,12 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 	// would land in the private home, where the user never sees it. An
 	// empty read-only tree there instead, the workspace and the grants
 	// below it shown again, makes such a write fail and be explained.
-	if parent := filepath.Dir(p.Workspace); p.PrivateHome != "" && parent != p.Home && policy.Within(parent, p.Home) {
+	// Not where the parent lies in a dot directory of the home (a
+	// workspace in ~/.config/nvim): the tools' own trees there stay the
+	// private home's, writable (the git settings the server carries are
+	// in ~/.config/git).
+	rel, _ := filepath.Rel(p.Home, filepath.Dir(p.Workspace))
+	if parent := filepath.Dir(p.Workspace); p.PrivateHome != "" && parent != p.Home && policy.Within(parent, p.Home) && !strings.HasPrefix(rel, ".") {
 		granted := false
 		for _, g := range p.Grants {
 			granted = granted || policy.Within(parent, g.Path)

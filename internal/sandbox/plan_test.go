@@ -375,7 +375,7 @@ func TestPlanCallMakesPinsInPrivateHome(t *testing.T) {
 // home, with the workspace and the grants below it shown again: a sibling
 // written there would land in the private home, unseen.
 func TestPlanStaticHidesWorkspaceParent(t *testing.T) {
-	fs := newFakeFS("/tmp/", "/home/u/src/proj/", "/home/u/src/lib/", "/home/u/proj/", "/home/u/.cache/nanosandbox-mcp/homes/proj-1/", "/srv/ws/")
+	fs := newFakeFS("/tmp/", "/home/u/src/proj/", "/home/u/src/lib/", "/home/u/proj/", "/home/u/.config/nvim/", "/home/u/.cache/nanosandbox-mcp/homes/proj-1/", "/srv/ws/")
 	ph := "/home/u/.cache/nanosandbox-mcp/homes/proj-1"
 	for _, tt := range []struct {
 		name   string
@@ -389,6 +389,8 @@ func TestPlanStaticHidesWorkspaceParent(t *testing.T) {
 			[]string{"tmpfs /tmp", "bind-rw /home/u <- " + ph, "bind-rw /home/u/proj (make)"}},
 		{"a parent the user granted", "/home/u/src/proj", []policy.Grant{{Path: "/home/u/src", Dir: true}},
 			[]string{"tmpfs /tmp", "bind-rw /home/u <- " + ph, "bind-ro /home/u/src (make)", "bind-rw /home/u/src/proj"}},
+		{"in a dot directory of the home", "/home/u/.config/nvim", nil,
+			[]string{"tmpfs /tmp", "bind-rw /home/u <- " + ph, "bind-rw /home/u/.config/nvim (make)"}},
 		{"outside the home", "/srv/ws", nil,
 			[]string{"tmpfs /tmp", "bind-rw /home/u <- " + ph, "bind-rw /srv/ws"}},
 	} {

@@ -109,6 +109,9 @@ func planSeatbelt(p *policy.Policy, self string, fsys fsInfo, canon canonFunc) s
 	if p.Home != "" && !p.HomeGranted {
 		hide(sbHide, canon(p.Home, true))
 	}
+	if p.AccountHome != "" {
+		hide(sbHide, canon(p.AccountHome, true))
+	}
 	for _, d := range darwinPrivateDirs {
 		hide(sbHide, canon(d, true))
 	}

@@ -181,9 +181,10 @@ func (h *handler) hiddenProgramNote(name string) string {
 // words a command put in it never read as the sandbox's own.
 func quotedPath(p string) string {
 	const max = 160
-	plain := len(p) <= max && !strings.ContainsFunc(p, func(r rune) bool {
-		return r <= ' ' || r == '"' || r == 0x7f || r >= 0x80 && r <= 0x9f || r == utf8.RuneError
-	})
+	// Only printable ASCII reads as a plain path: a no-break space, a
+	// line separator or a right-to-left override can dress a sentence as
+	// one.
+	plain := len(p) <= max && !strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == '"' || r >= 0x7f })
 	if plain {
 		return p
 	}
@@ -192,7 +193,7 @@ func quotedPath(p string) string {
 		for !utf8.ValidString(p) {
 			p = p[:len(p)-1]
 		}
-		return strconv.Quote(p) + "..."
+		return strconv.QuoteToASCII(p) + "..."
 	}
-	return strconv.Quote(p)
+	return strconv.QuoteToASCII(p)
 }

@@ -1,0 +1,81 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A path the user gave, or the server derives from what the user has
+// (PATH, the global git config), is resolved again at every start. A
+// symbolic link on the way that lies where commands write (the workspace,
+// a --writable path, the server's state with every private home) is
+// theirs to re-point between starts: the next start would grant, show or
+// read whatever it then names (~/.bashrc writable, ~/.ssh unmasked). Such
+// a path is refused, or, where the server derived it, left out.
+
+// linkIn returns the first symbolic link the kernel meets on the way to
+// path (absolute) that lies in one of dirs, or "". A link's target is
+// followed as the kernel follows it.
+func linkIn(path string, dirs []string) string {
+	const maxLinks = 40
+	rest := strings.Split(filepath.Clean(path), "/")
+	cur := "/"
+	for links := 0; len(rest) > 0; {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		for _, d := range dirs {
+			if d != "" && Within(next, d) {
+				return next
+			}
+		}
+		if links++; links > maxLinks {
+			return next
+		}
+		to, err := os.Readlink(next)
+		if err != nil {
+			return next
+		}
+		if filepath.IsAbs(to) {
+			cur = "/"
+		}
+		rest = append(strings.Split(to, "/"), rest...)
+	}
+	return ""
+}
+
+// ThroughWritableLink returns the symbolic link on the way to path that
+// commands can re-point ([Policy.CommandWritable]), or "".
+func (p *Policy) ThroughWritableLink(path string) string {
+	return linkIn(path, p.CommandWritable())
+}
+
+// Shows reports whether what the server derived at path may be shown or
+// read for commands: not through a link they can re-point, not the
+// server's state, not a credential.
+func (p *Policy) Shows(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || p.ThroughWritableLink(path) != "" {
+		return false
+	}
+	if p.StateDir != "" && Within(real, resolvePartly(p.StateDir)) {
+		return false
+	}
+	return p.Home == "" || !isCredential(real, p.Home)
+}
