@@ -367,6 +367,13 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			out = append(out, g.strayVerdicts(e, g.trustedVersion(cand, e, newCand))...)
 			continue
 		}
+		if e.role == roleStray && !newCand {
+			// Too many entries to tell which a call made: not the
+			// user's whole git directory for it; said, and judged again
+			// at every call's end until the user has removed them.
+			out = append(out, verdict{why: "its git directory " + g.show(e.path) + " holds more entries than the sandbox reads (" + e.odd + "), among which a call may have made some that git's scripts run; tell the user to remove those git does not keep there", el: element{role: roleStray}})
+			continue
+		}
 		if e.role == roleRemoteURL {
 			if v, ok := g.judgeRemoteURL(cand, e, kind, newCand); ok {
 				out = append(out, v)

@@ -39,7 +39,7 @@ var gitdirNames = map[string]bool{
 	// branch layout, guilt's patch queue (patches it applies to the work
 	// tree, as any change a command makes there), git-crypt's keys,
 	// git-branchless's database.
-	"machete": true, "patches": true, "git-crypt": true, "branchless": true,
+	"machete": true, "patches": true, "git-crypt": true, "branchless": true, "gitbutler": true,
 }
 
 // gitdirPrefixes are the families of names git makes there: lock files

@@ -311,3 +311,19 @@ func TestLauncherPlantedInARoot(t *testing.T) {
 		t.Errorf("a change to it in a call: notes %q", notes)
 	}
 }
+
+// 100,001 entries at the top of a trusted git directory, more than the
+// guard reads: the user's repository stays where it is, and the note says
+// what to do.
+func TestGitdirTooLargeToList(t *testing.T) {
+	f := newFixture(t)
+	f.sh(userRepo)
+	f.start()
+	notes := f.call(`cd .git && seq 1 100001 | sed 's/^/junk-/' | xargs touch`)
+	if _, err := os.Stat(filepath.Join(f.root, ".git", "HEAD")); err != nil {
+		t.Fatalf("the repository went: %v (notes %q)", err, notes)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "tell the user to remove those git does not keep there") {
+		t.Errorf("notes %q", notes)
+	}
+}

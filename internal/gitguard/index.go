@@ -39,7 +39,7 @@ const maxListingBytes = 256 << 20
 
 // maxIndexBytes caps an index the guard copies for git to read. A
 // repository of a million files has an index of about 100 MiB.
-const maxIndexBytes = 128 << 20
+const maxIndexBytes = 256 << 20
 
 // gitMemoryKiB bounds the address space of each run of git on what a
 // command wrote (1 GiB): git read-tree of a repository of a million files
@@ -473,8 +473,9 @@ func runGit(git, name, dir string, env []string, stdin io.Reader, stdout io.Writ
 		// What git reads here a command wrote: an index, or a tree that
 		// expands to billions of entries (read-tree). Its address space
 		// is bounded as the command's memory is not, by the shell, which
-		// then becomes git.
-		cmd = exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `ulimit -v ` + strconv.Itoa(gitMemoryKiB) + ` && ulimit -f ` + strconv.Itoa(maxListingBytes/512) + ` && exec "$0" "$@"`, git}, args...)...)
+		// then becomes git (where the server's own hard limits are lower
+		// already, those hold).
+		cmd = exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `ulimit -v ` + strconv.Itoa(gitMemoryKiB) + ` 2>/dev/null; ulimit -f ` + strconv.Itoa(maxListingBytes/512) + ` 2>/dev/null; exec "$0" "$@"`, git}, args...)...)
 	}
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdin, cmd.Stdout = stdin, stdout

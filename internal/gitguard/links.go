@@ -132,11 +132,11 @@ func (g *Guard) removeLinks(made func(dir, name string, id linkID) bool, keep bo
 		shown = append(shown, g.show(p))
 	}
 	g.logf("git guard: removed %d symbolic links made in git directories: %v", len(removed), removed)
-	what := "a symbolic link"
+	what := "a symbolic link or special file"
 	if len(removed) > 1 {
-		what = "symbolic links"
+		what = "symbolic links or special files"
 	}
-	return append(notes, fmt.Sprintf("git: removed %s: %s made inside a git directory while a call ran, through which the user's own git would write wherever it leads (git makes none there)", strings.Join(shown, ", "), what))
+	return append(notes, fmt.Sprintf("git: removed %s: %s made inside a git directory while a call ran, through which the user's own git would write wherever it leads, or on which it would wait for ever (git makes none there)", strings.Join(shown, ", "), what))
 }
 
 // removeLinksIn removes the symbolic links in dir, below root, that made
@@ -165,11 +165,19 @@ func removeLinksIn(root, dir string, made func(name string, id linkID) bool) (re
 	for {
 		ents, err := f.ReadDir(512)
 		for _, e := range ents {
-			if e.Type()&os.ModeSymlink == 0 {
+			// A FIFO, socket or device there too: git opens what it names
+			// (packed-refs, logs/HEAD, FETCH_HEAD, gc.log) and waits on a
+			// FIFO for ever. Git's fsmonitor daemon's socket is git's.
+			if e.Type()&(os.ModeSymlink|os.ModeNamedPipe|os.ModeSocket|os.ModeDevice) == 0 || e.Name() == "fsmonitor--daemon.ipc" {
 				continue // the type comes with the name (ReadDir lstats where a filesystem does not say)
 			}
 			var st unix.Stat_t
-			if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFLNK, unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
+			default:
 				continue
 			}
 			id := identOf(&st)

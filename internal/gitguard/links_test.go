@@ -261,3 +261,32 @@ func TestCommondirWithoutHEAD(t *testing.T) {
 		})
 	}
 }
+
+// A FIFO a call leaves under a name git opens (packed-refs, logs/HEAD,
+// FETCH_HEAD) would have every git command of the user's wait for ever:
+// removed as a link is, watched and walked.
+func TestFIFOsInGitDirectoryRemoved(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		f := newFixture(t)
+		f.walk = walk
+		f.sh(userRepo)
+		f.start()
+		notes := f.call(`rm -f .git/packed-refs .git/logs/HEAD && mkfifo .git/packed-refs .git/logs/HEAD .git/FETCH_HEAD`)
+		all := strings.Join(notes, "\n")
+		for _, p := range []string{".git/packed-refs", ".git/logs/HEAD", ".git/FETCH_HEAD"} {
+			if !strings.Contains(all, p) {
+				t.Errorf("walk=%v: notes %q name no %s", walk, notes, p)
+			}
+			if fi, err := os.Lstat(filepath.Join(f.root, p)); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+				t.Errorf("walk=%v: %s is still a FIFO", walk, p)
+			}
+		}
+		done := make(chan struct{})
+		go func() { f.userGit(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("walk=%v: the user's git hangs", walk)
+		}
+	}
+}

@@ -68,13 +68,15 @@ func readDir(f *os.File) (flags uint8, dirs []string, links bool, err error) {
 					typ = unix.DT_DIR
 				case unix.S_IFLNK:
 					typ = unix.DT_LNK
+				case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
+					typ = unix.DT_FIFO // special: what links.go removes too
 				}
 			}
 			switch typ {
 			case unix.DT_DIR:
 				dirs = append(dirs, string(name))
-			case unix.DT_LNK:
-				links = true
+			case unix.DT_LNK, unix.DT_FIFO, unix.DT_SOCK, unix.DT_CHR, unix.DT_BLK:
+				links = true // a link or special file: links.go
 			}
 		}
 	}

@@ -21,7 +21,7 @@ func readDir(f *os.File) (flags uint8, dirs []string, links bool, err error) {
 			switch {
 			case e.IsDir():
 				dirs = append(dirs, name)
-			case e.Type()&fs.ModeSymlink != 0:
+			case e.Type()&(fs.ModeSymlink|fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice) != 0:
 				links = true
 			}
 		}
