@@ -345,10 +345,30 @@ mkfifo .git/index.fifo && truncate -s 1500M .git/big && ln -sf /dev/zero .git/in
 		t.Errorf("the end of the call took %s", d)
 	}
 	all := strings.Join(notes, "\n")
-	for _, p := range []string{"a/.git", "b/.git", "c/.git", "d/.git", "e/.git"} {
+	for _, p := range []string{"a/.git", "b/.git", "d/.git"} {
 		if !strings.Contains(all, "moved "+p+" aside") {
 			t.Errorf("%s not moved aside: %q", p, notes)
 		}
+	}
+	// A FIFO in a git directory goes as a link does, wherever it is; what
+	// is left of c/.git and e/.git is then a plain repository.
+	for _, p := range []string{"c/.git/config", "e/.git/commondir", ".git/index.fifo", ".git/index.lnk"} {
+		if fi, err := os.Lstat(filepath.Join(f.root, p)); err == nil && !fi.Mode().IsRegular() {
+			t.Errorf("%s is still there: %v", p, fi.Mode())
+		}
+		if !strings.Contains(all, p) {
+			t.Errorf("%s not named in the notes: %q", p, notes)
+		}
+	}
+	if !strings.Contains(all, "symbolic links or special files made inside a git directory") {
+		t.Errorf("the note does not say what it removed: %q", notes)
+	}
+	done := make(chan struct{})
+	go func() { f.userGit("c", "e"); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("the user's git waits in c or e")
 	}
 	if more := f.call("true"); len(more) != 0 {
 		t.Errorf("next call: %q", more)

@@ -65,7 +65,7 @@ func (g *Guard) trustLinks() {
 			delete(g.links, dir)
 			continue
 		}
-		_, kept, _ := removeLinksIn(root, dir, func(string, linkID) bool { return false })
+		_, _, kept, _ := removeLinksIn(root, dir, func(string, linkID) bool { return false })
 		g.setTrusted(dir, kept)
 	}
 	g.linkDirs = nil
@@ -104,13 +104,15 @@ func (g *Guard) removeSince(since int64) []string {
 // reported; with keep, what is left there is what is trusted there.
 func (g *Guard) removeLinks(made func(dir, name string, id linkID) bool, keep bool) []string {
 	var removed, notes []string
+	links := 0
 	for dir := range g.linkDirs {
 		kind, root, _ := g.place(dir)
 		if kind != inside {
 			continue // a grant of the user's by name, or gone from the roots
 		}
-		r, kept, err := removeLinksIn(root, dir, func(name string, id linkID) bool { return made(dir, name, id) })
+		r, n, kept, err := removeLinksIn(root, dir, func(name string, id linkID) bool { return made(dir, name, id) })
 		removed = append(removed, r...)
+		links += n
 		if keep {
 			g.setTrusted(dir, kept)
 		}
@@ -131,34 +133,42 @@ func (g *Guard) removeLinks(made func(dir, name string, id linkID) bool, keep bo
 		}
 		shown = append(shown, g.show(p))
 	}
-	g.logf("git guard: removed %d symbolic links made in git directories: %v", len(removed), removed)
-	what := "a symbolic link or special file"
-	if len(removed) > 1 {
-		what = "symbolic links or special files"
+	g.logf("git guard: removed %d symbolic links and %d special files made in git directories: %v", links, len(removed)-links, removed)
+	what := "symbolic links or special files"
+	switch {
+	case len(removed) == 1 && links == 1:
+		what = "a symbolic link"
+	case len(removed) == 1:
+		what = "a special file (a FIFO, socket or device)"
+	case links == len(removed):
+		what = "symbolic links"
+	case links == 0:
+		what = "special files (FIFOs, sockets or devices)"
 	}
 	return append(notes, fmt.Sprintf("git: removed %s: %s made inside a git directory while a call ran, through which the user's own git would write wherever it leads, or on which it would wait for ever (git makes none there)", strings.Join(shown, ", "), what))
 }
 
-// removeLinksIn removes the symbolic links in dir, below root, that made
-// says a call made, and returns them and the links kept. It opens dir
+// removeLinksIn removes the symbolic links and special files in dir, below
+// root, that made says a call made, and returns them, how many of them were
+// links, and those kept. It opens dir
 // without following any symlink, reads it as it is now, and removes each
 // entry only while it is still a symbolic link.
-func removeLinksIn(root, dir string, made func(name string, id linkID) bool) (removed []string, kept map[string]linkID, err error) {
+func removeLinksIn(root, dir string, made func(name string, id linkID) bool) (removed []string, links int, kept map[string]linkID, err error) {
 	rel, err := filepath.Rel(root, dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	pfd, err := openBeneath(root, rel)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-			return nil, nil, nil // gone since
+			return nil, 0, nil, nil // gone since
 		}
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	fd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	unix.Close(pfd)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open %q: %w", dir, err)
+		return nil, 0, nil, fmt.Errorf("open %q: %w", dir, err)
 	}
 	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
@@ -194,15 +204,18 @@ func removeLinksIn(root, dir string, made func(name string, id linkID) bool) (re
 				err = unix.Unlinkat(fd, e.Name(), 0) // a command took write permission away
 			}
 			if err != nil && !errors.Is(err, unix.ENOENT) {
-				return removed, kept, fmt.Errorf("remove %q: %w", filepath.Join(dir, e.Name()), err)
+				return removed, links, kept, fmt.Errorf("remove %q: %w", filepath.Join(dir, e.Name()), err)
 			}
 			removed = append(removed, filepath.Join(dir, e.Name()))
+			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				links++
+			}
 		}
 		if err == io.EOF || len(ents) == 0 {
-			return removed, kept, nil
+			return removed, links, kept, nil
 		}
 		if err != nil {
-			return removed, kept, fmt.Errorf("read directory %q: %w", dir, err)
+			return removed, links, kept, fmt.Errorf("read directory %q: %w", dir, err)
 		}
 	}
 }
