@@ -115,6 +115,18 @@ func planSeatbelt(p *policy.Policy, self string, fsys fsInfo, canon canonFunc) s
 	for _, d := range darwinPrivateDirs {
 		hide(sbHide, canon(d, true))
 	}
+	// The server's state: every workspace's private home (this call's is
+	// shown again below), the git guard's journal. Where the home is
+	// hidden it is already; under --read-only ~ it would not be.
+	if p.StateDir != "" {
+		granted := false
+		for _, g := range p.Grants {
+			granted = granted || canon(g.Path, true) == canon(p.StateDir, true)
+		}
+		if !granted {
+			hide(sbHide, canon(p.StateDir, true))
+		}
+	}
 
 	shown := map[string]bool{}
 	for _, g := range p.Grants {

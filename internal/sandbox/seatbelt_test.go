@@ -118,7 +118,7 @@ func seatbeltCases() []seatbeltCase {
 			// but for one the user named; no private home. The home's
 			// .ssh is a symlink elsewhere: hidden there too.
 			name: "home-granted",
-			pol: &policy.Policy{Workspace: tWorkspace, Home: tHome, HomeGranted: true, Grants: []policy.Grant{
+			pol: &policy.Policy{Workspace: tWorkspace, Home: tHome, HomeGranted: true, StateDir: tHome + "/Library/Caches/nanosandbox-mcp", Grants: []policy.Grant{
 				ws,
 				{Path: tHome, Dir: true, Flag: "--read-only"},
 				{Path: tHome + "/.ssh/known_hosts", Flag: "--read-only"},
@@ -266,6 +266,10 @@ func TestSeatbeltDecisions(t *testing.T) {
 			{"file-read-data", tHome + "/.aws/credentials", false},
 			{"file-read-data", tHome + "/Library/Keychains/login.keychain-db", false},
 			{"file-write-data", tHome + "/notes.txt", false},
+			// The server's state, other workspaces' private homes with it.
+			{"file-read-data", tHome + "/Library/Caches/nanosandbox-mcp/homes/other-0123/.git-credentials", false},
+			{"file-read-data", tHome + "/Library/Caches/nanosandbox-mcp/git-calls", false},
+			{"file-read-data", tHome + "/Library/Caches/other-app/x", true},
 		}},
 		{"stdio-proxy", []access{
 			{"file-write-data", "/private/tmp/ws/x", true},
