@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -347,8 +348,12 @@ type cHelperCall struct {
 	stageParts []error
 }
 
-// helperStart is the flag of a start block (helper.c's HF_START).
-const helperStart = 1
+// helperStart is the flag of a start block (helper.c's HF_START);
+// helperHold, with it, that of a held user namespace (HF_HOLD).
+const (
+	helperStart = 1
+	helperHold  = 2
+)
 
 // encodeHelperStart is the block a helper in C is given as it starts,
 // before its call: start (cHelperStartOps), then the exec stage started
@@ -492,6 +497,7 @@ const (
 	hkindTook  = 5
 	hkindExit  = 6
 	hkindMoved = 7
+	hkindHeld  = 8
 
 	exitTimedOut = 1
 )
@@ -717,4 +723,75 @@ func cHelperSysProcAttr(uid, gid int, hostNetwork bool) *syscall.SysProcAttr {
 		Setsid:                     true,
 		Pdeathsig:                  syscall.SIGKILL,
 	}
+}
+
+// cHeldUserns is heldUserns done by the helper in C: it is started as a
+// sandbox's helper is (a vfork and an exec of a few pages, where a new user
+// namespace costs a Go process a full fork of itself), launches itself into
+// a user namespace alone with the maps given, reports its pid and waits
+// until that namespace is opened and the block pipe closed. It runs
+// nothing else. Nil and an error where there is no helper in C.
+func cHeldUserns(uidMap, gidMap string) (*os.File, error) {
+	helper := cHelperFile()
+	if helper == nil {
+		return nil, errors.New("no helper in C")
+	}
+	block, err := encodeHelper(nil, func(b *blockWriter, hdr []uint64) {
+		hdr[2] = helperStart | helperHold
+		hdr[12], hdr[13] = ^uint64(0), ^uint64(0)
+		hdr[16] = syscall.CLONE_NEWUSER
+		hdr[17], hdr[18] = b.str(uidMap), b.str(gidMap)
+	})
+	if err != nil {
+		return nil, bug(err)
+	}
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer blockW.Close() // lets the held process end
+	defer blockR.Close()
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer repR.Close()
+	defer repW.Close()
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/fd/5",
+		Args:        []string{"nanosandbox-mcp: user namespace"},
+		Env:         []string{},
+		ExtraFiles:  []*os.File{blockR, repW, helper},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	// Pdeathsig follows the thread that started it (startHelper).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill() // a no-op once it has ended
+	repW.Close()
+	if _, err := blockW.Write(block); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, reportSize)
+	if _, err := io.ReadFull(repR, buf); err != nil {
+		return nil, errors.New("the helper in C ended before its user namespace was made")
+	}
+	cr := decodeCReport(buf)
+	switch {
+	case cr.magic == helperMagic && cr.kind == hkindSetup:
+		return nil, (&cHelperCall{}).setupError(cr)
+	case cr.magic != helperMagic || cr.kind != hkindHeld || cr.v[0] == 0 || cr.v[0] > 1<<22:
+		return nil, bug(fmt.Errorf("the helper in C holding a user namespace reported %+v", cr))
+	}
+	// The process waits for the pipe to close: its pid is its own until
+	// then.
+	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", cr.v[0]))
+	if err != nil {
+		return nil, fmt.Errorf("open its user namespace: %w", unwrap(err))
+	}
+	return f, nil
 }

@@ -789,3 +789,76 @@ func TestCHelperMovesAside(t *testing.T) {
 		}
 	}
 }
+
+// TestCHeldUserns checks the helper in C holding a root caller's idmapping
+// namespace (cHeldUserns): a tree idmapped through it shows root's files
+// as rootCallerID's, as one through the Go child's does; maps the kernel
+// refuses come back as the launch's error, and the process ends either
+// way.
+func TestCHeldUserns(t *testing.T) {
+	cHelperFiles(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root: only a root caller's idmapping uses it, and only root may map another uid")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(t *testing.T, userns *os.File) uint32 {
+		t.Helper()
+		tree, err := (&rootCaller{userns: userns}).tree(dir)
+		if err != nil {
+			t.Skipf("this filesystem takes no idmapped mount: %v", err)
+		}
+		defer tree.Close()
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(tree.Fd()), "f", &st, 0); err != nil {
+			t.Fatal(err)
+		}
+		return st.Uid
+	}
+	m := fmt.Sprintf("0 %d 1\n", rootCallerID)
+	held, err := cHeldUserns(m, m)
+	if err != nil {
+		t.Fatalf("cHeldUserns: %v", err)
+	}
+	defer held.Close()
+	goHeld, err := heldUserns(true)
+	if err != nil {
+		t.Fatalf("heldUserns: %v", err)
+	}
+	defer goHeld.Close()
+	if got, want := owner(t, held), owner(t, goHeld); got != rootCallerID || got != want {
+		t.Errorf("root's file shows as uid %d through the C helper's namespace and %d through the Go child's, want %d", got, want, rootCallerID)
+	}
+
+	before := heldProcesses(t)
+	if f, err := cHeldUserns("0 0 1\n0 1 1\n", m); err == nil {
+		f.Close()
+		t.Error("overlapping uid maps were taken")
+	} else if !strings.Contains(err.Error(), "uid_map") {
+		t.Errorf("error %q does not name the uid_map", err)
+	}
+	if after := heldProcesses(t); after > before {
+		t.Errorf("%d processes holding a user namespace left, %d before", after, before)
+	}
+}
+
+// heldProcesses counts this process's children that are the helper in C
+// (whichever thread started them).
+func heldProcesses(t *testing.T) int {
+	t.Helper()
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	var pids []string
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		pids = append(pids, strings.Fields(string(b))...)
+	}
+	n := 0
+	for _, pid := range pids {
+		if c, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.HasPrefix(string(c), "nsb-sandbox") {
+			n++
+		}
+	}
+	return n
+}

@@ -215,12 +215,19 @@ func unreachable(grants, made, idmapped []string) *Refusal {
 }
 
 // idmapUserns returns a user namespace whose uid and gid 0 are rootCallerID
-// on the host. It lives in a child made for it, first one stopped at its
-// exec (see stoppedUserns); where that cannot be done, one that runs this
-// binary and does nothing: a child that has exited but has not been waited
+// on the host. It lives in a child made for it: the helper in C where it
+// was built (cHeldUserns, the cheapest); else one stopped at its exec (see
+// heldUserns); where that cannot be done, one that runs this binary and
+// does nothing: a child that has exited but has not been waited
 // for keeps its credentials, and the namespace with them, for as long as
 // it takes to open it. A failure is the second's.
 func idmapUserns() (*os.File, error) {
+	if useCHelper() {
+		m := fmt.Sprintf("0 %d 1\n", rootCallerID)
+		if f, err := cHeldUserns(m, m); err == nil {
+			return f, nil
+		}
+	}
 	if f, err := heldUserns(true); err == nil {
 		return f, nil
 	}

@@ -30,7 +30,7 @@ var source []byte
 
 // HelperProtocol is the version of the helper's block and reports;
 // helper.c says the same in NSB_HELPER_PROTOCOL.
-const HelperProtocol = 3
+const HelperProtocol = 4
 
 //go:embed src/sys.h
 var sysHeader []byte

@@ -26,7 +26,7 @@
 // after its exit report, 255 after a setup report (or silently when the
 // block never came: the server ended first).
 
-#define NSB_HELPER_PROTOCOL 3
+#define NSB_HELPER_PROTOCOL 4
 
 #include "sys.h"
 
@@ -46,7 +46,12 @@ NSB_START(helper_main);
 // which waits for its block; then the call's block comes. Without a start
 // block, the first block is the call's, and the stage starts once the
 // root is built.
-enum { HF_START = 1 };
+//
+// HF_HOLD, with HF_START and a launch into a new user namespace alone:
+// this process runs no call. Launched, it reports K_HELD with its pid and
+// waits for the block pipe to close, while the server opens that user
+// namespace (a root caller's idmapping, rootcaller_linux.go).
+enum { HF_START = 1, HF_HOLD = 2 };
 
 struct header {
 	u32 magic, version;
@@ -117,7 +122,8 @@ enum {
 // K_MOVED: what make_point moved out of the way of a mount point: v[0] the
 // number of path components to it, v[1] its N, v[2] its type (S_IFMT bits,
 // 0 unknown), v[3] whether a directory belongs there.
-enum { K_SETUP = 2, K_TOOK = 5, K_EXIT = 6, K_MOVED = 7 };
+// K_HELD: a held user namespace's process is ready (HF_HOLD): v[0] its pid.
+enum { K_SETUP = 2, K_TOOK = 5, K_EXIT = 6, K_MOVED = 7, K_HELD = 8 };
 // The step of an op that failed (a setup report's v[0]).
 enum {
 	S_CALL = 1, S_OPEN_SRC, S_OPEN_TREE, S_SETATTR, S_OPEN_TARGET, S_MOVE_MOUNT,
@@ -1169,6 +1175,18 @@ static void launch(struct header *h, u64 sigs)
 	}
 }
 
+// hold is a launched HF_HOLD process (see HF_HOLD): it says its pid, in
+// the server's pid namespace (it was launched into no other), and waits
+// until the server closes the block pipe.
+static __attribute__((noreturn)) void hold(void)
+{
+	put(K_HELD, 0, 0, 0, (u64)sys0(SYS_getpid), 0, 0, 0);
+	u8 b;
+	while (sys3(SYS_read, 3, &b, 1) > 0)
+		;
+	exit_now(0);
+}
+
 static void run_ops(struct header *h)
 {
 	if (h->n_ops > block_size / sizeof(struct op))
@@ -1198,6 +1216,11 @@ __attribute__((noreturn, used)) void helper_main(void)
 	struct header *h = read_block();
 	if (h->clone_flags)
 		launch(h, sigs); // returns in the helper
+	if (h->flags & HF_HOLD) {
+		if (!(h->flags & HF_START) || h->clone_flags != CLONE_NEWUSER || h->n_ops)
+			refuse(B_OP);
+		hold();
+	}
 	s64 stage = -1;
 	int blk_w = -1;
 	if (h->flags & HF_START) {
