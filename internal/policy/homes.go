@@ -109,9 +109,18 @@ func removeAll(dir string) error {
 }
 
 // recordHome notes, beside a private home, whose workspace it serves; its
-// time says when it was last used.
+// time says when it was last used. A record that already says so only has
+// its time set: rewriting it would truncate it first, which on ext4 frees
+// and discards its block, and every start would wait for the disk.
 func recordHome(home, ws string) {
-	os.WriteFile(homeRecord(home), []byte(ws+"\n"), 0o600)
+	rec, want := homeRecord(home), ws+"\n"
+	if b, err := os.ReadFile(rec); err == nil && string(b) == want {
+		now := time.Now()
+		if os.Chtimes(rec, now, now) == nil {
+			return
+		}
+	}
+	os.WriteFile(rec, []byte(want), 0o600)
 }
 
 // Discard removes the private home this start made, if it is still empty:

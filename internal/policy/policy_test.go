@@ -553,3 +553,27 @@ func TestWritableSystemPlaceRefused(t *testing.T) {
 		t.Errorf("--writable /usr/local: %v", err)
 	}
 }
+
+// TestRecordHomeLastUsed checks that every start marks its private home as
+// used now, whether its record already named the workspace (its time is
+// set) or not (it is rewritten), and names the workspace after.
+func TestRecordHomeLastUsed(t *testing.T) {
+	home := t.TempDir() + "/ws-1"
+	old := time.Now().Add(-48 * time.Hour)
+	for _, was := range []string{"/w\n", "/elsewhere\n", ""} {
+		rec := homeRecord(home)
+		os.Remove(rec)
+		if was != "" {
+			os.WriteFile(rec, []byte(was), 0o600)
+			os.Chtimes(rec, old, old)
+		}
+		recordHome(home, "/w")
+		b, err := os.ReadFile(rec)
+		if err != nil || string(b) != "/w\n" {
+			t.Errorf("record was %q: now %q, %v; want \"/w\\n\"", was, b, err)
+		}
+		if fi, err := os.Stat(rec); err != nil || time.Since(fi.ModTime()) > time.Hour {
+			t.Errorf("record was %q: its time is not now (%v)", was, err)
+		}
+	}
+}
