@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
 )
@@ -41,4 +42,44 @@ func BenchmarkPlanCall(b *testing.B) {
 			planCall(p, *sp.current(p, hostFS{}), nil, hostFS{})
 		}
 	})
+}
+
+// TestCurrentPlanFresh checks that the first call soon after prepare takes
+// its plan as it is, and that every other call asks the host again: a
+// credential made since is in the plan it gets.
+func TestCurrentPlanFresh(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &policy.Policy{Workspace: ws, Home: home, Grants: []policy.Grant{{Path: ws, Writable: true, Dir: true}}}
+	prepare := func(made time.Time) *linuxSandbox {
+		s := &linuxSandbox{pol: p}
+		sp := planStatic(p, hostFS{})
+		s.static.Store(&sp)
+		s.planMade.Store(made.UnixNano())
+		return s
+	}
+	ssh := filepath.Join(home, ".ssh")
+	os.RemoveAll(ssh)
+	s := prepare(time.Now())
+	first := s.static.Load()
+	if err := os.Mkdir(ssh, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.currentPlan(); err != nil || got != first {
+		t.Errorf("first call, right after prepare: plan %p (%v), want prepare's %p", got, err, first)
+	}
+	if got, err := s.currentPlan(); err != nil || got == first {
+		t.Errorf("second call: prepare's plan again (%v), though ~/.ssh was made since", err)
+	}
+
+	os.RemoveAll(ssh)
+	s = prepare(time.Now().Add(-time.Second))
+	first = s.static.Load()
+	os.Mkdir(ssh, 0o700)
+	if got, err := s.currentPlan(); err != nil || got == first {
+		t.Errorf("first call a second after prepare: prepare's plan (%v), though ~/.ssh was made since", err)
+	}
 }

@@ -35,7 +35,11 @@ type linuxSandbox struct {
 
 	// static is the plan calls share, made again when a call finds the
 	// host changed under it (staticPlan.current).
-	static   atomic.Pointer[staticPlan]
+	static atomic.Pointer[staticPlan]
+	// planMade is when prepare made the plan, until a call takes it: a
+	// first call soon after takes it without asking the host again
+	// (currentPlan).
+	planMade atomic.Int64
 	landlock landlockRules
 	// reduced is set when commands run without namespaces
 	// (reduced_linux.go); filter then says what seccomp holds in their
@@ -104,6 +108,7 @@ func (s *linuxSandbox) prepare() error {
 		return err
 	}
 	s.static.Store(&static)
+	s.planMade.Store(time.Now().UnixNano())
 	writable := append([]string{"/dev/shm"}, static.writable...)
 	s.landlock = landlockRules{
 		ReadOnly: []string{"/"},
@@ -113,11 +118,23 @@ func (s *linuxSandbox) prepare() error {
 	return s.startGuard()
 }
 
+// freshPlan is how old the plan prepare made may be for the first call to
+// take it as it is (currentPlan): a one-shot command's comes a millisecond
+// or so after it, once git's protection has started.
+const freshPlan = 50 * time.Millisecond
+
 // currentPlan returns the shared plan as the host is now: the one made
 // before, or, when a credential or a home appeared or went since, a new
 // one, kept for the calls after.
 func (s *linuxSandbox) currentPlan() (*staticPlan, error) {
 	old := s.static.Load()
+	if made := s.planMade.Swap(0); made != 0 && time.Since(time.Unix(0, made)) < freshPlan {
+		// Made moments ago by prepare, for this first call (a one-shot
+		// command's, a server's dry run): asking again would cover only
+		// those moments, no more than the moments after the check,
+		// before the mounts, which nothing covers. Every later call asks.
+		return old, nil
+	}
 	sp := old.current(s.pol, hostFS{})
 	if sp == old {
 		return sp, nil
