@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -239,7 +240,7 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 	}
 	copied := map[string]bool{}
 	needShared := func(err error) bool {
-		name := sharedIndexRe.FindString(err.Error())
+		name := sharedIndexRe().FindString(err.Error())
 		src, ok := byName[name]
 		if name == "" || !ok || copied[name] {
 			return false
@@ -378,8 +379,11 @@ func checkIndexWithGit(git, index string, shared []string, sha256 bool) (string,
 }
 
 // sharedIndexRe finds the shared index file git names when it cannot
-// open it.
-var sharedIndexRe = regexp.MustCompile(`sharedindex\.[0-9a-f]{40,64}`)
+// open it. Compiled when first needed: its repetition makes it the
+// costliest thing this package would otherwise do as the binary starts.
+var sharedIndexRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`sharedindex\.[0-9a-f]{40,64}`)
+})
 
 // sameFiles reports whether the files a and b, which the guard wrote,
 // hold the same bytes, read a block at a time.
