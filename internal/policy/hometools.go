@@ -67,9 +67,9 @@ func homeToolDirs(path, home string, writable []string, stateDir string) []HomeT
 	var out []HomeTool
 	seen := map[string]bool{}
 	add := func(p, why string) {
-		real, err := filepath.EvalSymlinks(p)
+		real, _, err := resolveIn(p, writable) // an error, too, for a link in writable
 		if err != nil || real == home || !Within(real, home) || seen[real] || isCredential(real, home) ||
-			stateDir != "" && (Within(real, stateDir) || Within(stateDir, real)) || linkIn(p, writable) != "" {
+			stateDir != "" && (Within(real, stateDir) || Within(stateDir, real)) {
 			return
 		}
 		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
@@ -83,10 +83,11 @@ func homeToolDirs(path, home string, writable []string, stateDir string) []HomeT
 			continue
 		}
 		dir = filepath.Clean(dir)
-		if linkIn(dir, writable) != "" {
+		real, link, err := resolveIn(dir, writable)
+		if link != "" {
 			continue
 		}
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
+		if err == nil {
 			dir = real
 		}
 		if dir == home || !Within(dir, home) {

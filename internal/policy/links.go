@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,20 @@ import (
 // path (absolute) that lies in one of dirs, or "". A link's target is
 // followed as the kernel follows it.
 func linkIn(path string, dirs []string) string {
+	_, link, _ := resolveIn(path, dirs)
+	return link
+}
+
+// errMissing is resolveIn's error for a path that does not resolve: a
+// component is missing, or a link cannot be read or leads too far.
+var errMissing = errors.New("does not resolve")
+
+// resolveIn walks to path (absolute) as the kernel does, following every
+// symbolic link, in one pass: it returns what path resolves to (as
+// filepath.EvalSymlinks would), or errMissing; and the first link met on
+// the way that lies in one of dirs (linkIn), where the walk then stops,
+// as it does at a link that cannot be followed, which it also returns.
+func resolveIn(path string, dirs []string) (real, link string, err error) {
 	const maxLinks = 40
 	rest := strings.Split(filepath.Clean(path), "/")
 	cur := "/"
@@ -34,7 +49,7 @@ func linkIn(path string, dirs []string) string {
 		next := filepath.Join(cur, c)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			return ""
+			return "", "", errMissing
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
 			cur = next
@@ -42,22 +57,22 @@ func linkIn(path string, dirs []string) string {
 		}
 		for _, d := range dirs {
 			if d != "" && Within(next, d) {
-				return next
+				return "", next, errMissing
 			}
 		}
 		if links++; links > maxLinks {
-			return next
+			return "", next, errMissing
 		}
 		to, err := os.Readlink(next)
 		if err != nil {
-			return next
+			return "", next, errMissing
 		}
 		if filepath.IsAbs(to) {
 			cur = "/"
 		}
 		rest = append(strings.Split(to, "/"), rest...)
 	}
-	return ""
+	return cur, "", nil
 }
 
 // ThroughWritableLink returns the symbolic link on the way to path that
@@ -70,8 +85,8 @@ func (p *Policy) ThroughWritableLink(path string) string {
 // read for commands: not through a link they can re-point, not the
 // server's state, not a credential.
 func (p *Policy) Shows(path string) bool {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil || p.ThroughWritableLink(path) != "" {
+	real, link, err := resolveIn(path, p.CommandWritable())
+	if err != nil || link != "" {
 		return false
 	}
 	if p.StateDir != "" && Within(real, resolvePartly(p.StateDir)) {
