@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -75,6 +77,15 @@ const (
 type rootCaller struct {
 	userns *os.File // a user namespace that maps 0 to rootCallerID: the grants' idmapping
 	paths  []string // host paths mounted idmapped, none inside another
+
+	// first holds the trees of paths newRootCaller made to see that they
+	// can be made, while no helper has taken them: the first helper, when
+	// started soon after (a one-shot command's, a server's dry run), is
+	// given them rather than new ones. Each tree closed unused costs the
+	// kernel a mount teardown and an RCU grace period.
+	mu        sync.Mutex
+	first     []*os.File
+	firstMade time.Time
 }
 
 // newRootCaller prepares the idmapping of p's grants, or refuses the policy.
@@ -106,6 +117,7 @@ func newRootCaller(p *policy.Policy) (*rootCaller, error) {
 				// alone could. Grants inside it are tried on their own.
 				continue
 			}
+			closeAll(r.takeFirst())
 			userns.Close()
 			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 				// Not the filesystem (EINVAL): the mount itself is refused,
@@ -118,11 +130,12 @@ func newRootCaller(p *policy.Policy) (*rootCaller, error) {
 				Fix:   "put the workspace and --writable paths on a filesystem that allows idmapped mounts (ext4, xfs, btrfs, tmpfs, overlayfs), or run the server as a regular user",
 			}
 		}
-		tree.Close()
+		r.first = append(r.first, tree)
 		idmapped = append(idmapped, g.path)
 	}
-	r.paths = idmapped
+	r.paths, r.firstMade = idmapped, time.Now()
 	if rf := rootReachable(p, idmapped); rf != nil {
+		closeAll(r.takeFirst())
 		userns.Close()
 		return nil, rf
 	}
@@ -312,6 +325,9 @@ func (r *rootCaller) helper(cmd *exec.Cmd) ([]*os.File, error) {
 	if len(cmd.ExtraFiles) != idmapFD-3 {
 		return nil, bug(fmt.Errorf("helper has %d inherited descriptors before the idmapped trees, want %d", len(cmd.ExtraFiles), idmapFD-3))
 	}
+	if trees := r.takeFirst(); trees != nil {
+		return r.give(cmd, trees)
+	}
 	var trees []*os.File
 	for _, p := range r.paths {
 		t, err := r.tree(p)
@@ -323,6 +339,33 @@ func (r *rootCaller) helper(cmd *exec.Cmd) ([]*os.File, error) {
 		}
 		trees = append(trees, t)
 	}
+	return r.give(cmd, trees)
+}
+
+// takeFirst returns the trees newRootCaller made, if no helper took them
+// and they were made within freshPlan (a tree is a copy of the mounts as
+// they were), and closes them otherwise; nil after the first call.
+func (r *rootCaller) takeFirst() []*os.File {
+	r.mu.Lock()
+	trees := r.first
+	r.first = nil
+	r.mu.Unlock()
+	if trees != nil && time.Since(r.firstMade) >= freshPlan {
+		closeAll(trees)
+		return nil
+	}
+	return trees
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// give passes trees, one per path of r.paths, to the helper cmd starts,
+// with its maps and credential.
+func (r *rootCaller) give(cmd *exec.Cmd, trees []*os.File) ([]*os.File, error) {
 	paths, err := json.Marshal(r.paths)
 	if err != nil {
 		return nil, bug(err)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -66,5 +67,35 @@ func TestUnreachable(t *testing.T) {
 				t.Errorf("got %+v, want a refusal naming %s", r, tt.refused)
 			}
 		})
+	}
+}
+
+// TestTakeFirst checks that the trees made at start go to the first helper
+// only, and only while fresh; stale ones are closed, not given.
+func TestTakeFirst(t *testing.T) {
+	files := func() []*os.File {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []*os.File{r, w}
+	}
+	fresh := files()
+	r := &rootCaller{first: fresh, firstMade: time.Now()}
+	if got := r.takeFirst(); len(got) != 2 || got[0] != fresh[0] {
+		t.Errorf("fresh trees: got %v, want them", got)
+	}
+	if got := r.takeFirst(); got != nil {
+		t.Errorf("a second helper got the first one's trees %v", got)
+	}
+	closeAll(fresh)
+
+	stale := files()
+	r = &rootCaller{first: stale, firstMade: time.Now().Add(-time.Second)}
+	if got := r.takeFirst(); got != nil {
+		t.Errorf("trees a second old were given: %v", got)
+	}
+	if _, err := stale[1].Write([]byte("x")); err == nil {
+		t.Error("the stale trees were not closed")
 	}
 }
