@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -24,7 +25,20 @@ func (p *Policy) HostProgram(name string) string {
 	if name == "git" && p.HostGit != "" {
 		return p.HostGit // the user named it (--host-git), checked at start
 	}
-	return FindProgram(name, p.hostPath, p.CommandWritable())
+	writable := p.CommandWritable()
+	if p.programs == nil {
+		return FindProgram(name, p.hostPath, writable)
+	}
+	// The same search, asked again (a start asks for git four times), is
+	// answered as before: only while this process runs (a server finds
+	// git once as it starts), and only for the same paths commands write.
+	key := name + "\x00" + p.hostPath + "\x00" + strings.Join(writable, "\x00")
+	if v, ok := p.programs.Load(key); ok {
+		return v.(string)
+	}
+	found := FindProgram(name, p.hostPath, writable)
+	p.programs.Store(key, found)
+	return found
 }
 
 // CommandWritable lists, resolved, the host paths commands can write: the

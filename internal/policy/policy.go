@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -186,6 +187,8 @@ type Policy struct {
 	HostGit string
 	// hostPath is the server's own PATH, where HostProgram looks.
 	hostPath string
+	// programs holds what HostProgram found (nil: it asks every time).
+	programs *sync.Map
 }
 
 // FlagError is a problem with one command-line value, with a way forward.
@@ -355,6 +358,7 @@ func New(o Options) (*Policy, error) {
 			p.HomeGranted = true
 		}
 	}
+	p.programs = new(sync.Map)
 	for _, kv := range o.HostEnv {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			p.hostPath = v

@@ -504,10 +504,25 @@ func TestHostProgram(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.HostProgram("sh"); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
+			for range 2 { // found, then remembered
+				if got := p.HostProgram("sh"); got != tt.want {
+					t.Errorf("got %q, want %q", got, tt.want)
+				}
 			}
 		})
+	}
+	// What was found is remembered for the same writable paths only.
+	t.Setenv("TMPDIR", root+"/tmp")
+	p, err := New(Options{Workspace: ws, StateDir: state, HostEnv: []string{"PATH=/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.HostProgram("sh"); got != real {
+		t.Fatalf("got %q, want %q", got, real)
+	}
+	p.Grants = append(p.Grants, Grant{Path: filepath.Dir(real), Writable: true, Dir: true})
+	if got := p.HostProgram("sh"); got != "" {
+		t.Errorf("with %s writable: got %q, want none", filepath.Dir(real), got)
 	}
 }
 
