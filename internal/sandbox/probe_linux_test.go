@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -115,5 +117,22 @@ func TestNoCapabilities(t *testing.T) {
 	}
 	if !errors.Is(&SetupError{Errno: unix.EPERM}, unix.EPERM) {
 		t.Errorf("a SetupError's errno is not found by errors.Is")
+	}
+}
+
+// TestSeccompMode checks that prctl's answer is the kernel's in
+// /proc/self/status.
+func TestSeccompMode(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\nSeccomp:")
+	if !ok {
+		t.Skip("no Seccomp line in /proc/self/status")
+	}
+	want, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]))
+	if got := seccompMode(); got != want {
+		t.Errorf("seccompMode %d, /proc/self/status says %d", got, want)
 	}
 }
