@@ -181,7 +181,11 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Git != "" {
 		g.list = gitLister(cfg.Git)
 		g.checkIndex = gitIndexChecker(cfg.Git)
-		go removeStaleScratch()
+		stamp := ""
+		if cfg.StateDir != "" {
+			stamp = filepath.Join(cfg.StateDir, "git-scratch-swept")
+		}
+		go removeStaleScratch(stamp)
 	}
 	g.res = resolver{home: cfg.Home, list: g.listPaths, placeholder: g.ph.pristine,
 		dirs: map[string]cachedDir{}, used: map[string]bool{},

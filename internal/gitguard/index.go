@@ -542,8 +542,20 @@ func (g *Guard) rebuildIndex(gitdir string) error {
 // removeStaleScratch removes the scratch directories of index checks that
 // a killed server left in the temporary directory: those of this user,
 // made more than an hour ago (a check ends within a minute), never
-// through a symlink.
-func removeStaleScratch() {
+// through a symlink. With a stamp file (in the server's state), it looks
+// at most once an hour, as that file's time says: the temporary directory
+// may hold thousands of names, and a one-shot command starts a guard every
+// time.
+func removeStaleScratch(stamp string) {
+	if stamp != "" {
+		if fi, err := os.Lstat(stamp); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) < time.Hour {
+			return
+		}
+		os.Remove(stamp)
+		if f, err := os.OpenFile(stamp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			f.Close()
+		}
+	}
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "nanosandbox-index-*"))
 	for _, d := range dirs {
 		fi, err := os.Lstat(d)

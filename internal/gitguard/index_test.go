@@ -467,7 +467,8 @@ func TestRemoveStaleScratch(t *testing.T) {
 	for _, p := range []string{old, target, filepath.Join(tmp, "nanosandbox-index-3")} {
 		os.Chtimes(p, then, then)
 	}
-	removeStaleScratch()
+	stamp := filepath.Join(t.TempDir(), "swept")
+	removeStaleScratch(stamp)
 	if _, err := os.Lstat(old); err == nil {
 		t.Error("an old scratch directory stayed")
 	}
@@ -475,6 +476,18 @@ func TestRemoveStaleScratch(t *testing.T) {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("%s went: %v", p, err)
 		}
+	}
+	// Within the hour of the last look, no look; after it, one.
+	os.MkdirAll(old, 0o700)
+	os.Chtimes(old, then, then)
+	removeStaleScratch(stamp)
+	if _, err := os.Lstat(old); err != nil {
+		t.Error("a second look within the hour")
+	}
+	os.Chtimes(stamp, then, then)
+	removeStaleScratch(stamp)
+	if _, err := os.Lstat(old); err == nil {
+		t.Error("no look an hour after the last")
 	}
 }
 
