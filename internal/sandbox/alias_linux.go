@@ -17,6 +17,12 @@ func (hostFS) Aliases(paths []string) map[string][]alias {
 	}
 	mounts := parseMountinfo(b)
 	out := map[string][]alias{}
+	if !sharedDevice(mounts) {
+		// Every filesystem is mounted once: nothing shows anywhere else
+		// (aliasCandidates would find no other mount of any path's), and
+		// nothing need be asked path by path.
+		return out
+	}
 	for _, p := range paths {
 		id, ok := mountID(p)
 		if !ok {
@@ -52,4 +58,17 @@ func mountID(path string) (int, bool) {
 		return 0, false
 	}
 	return int(st.Mnt_id), true
+}
+
+// sharedDevice reports whether two of mounts are of one filesystem (the
+// same device), the only way one object shows in two places.
+func sharedDevice(mounts []mountEntry) bool {
+	seen := map[string]bool{}
+	for _, m := range mounts {
+		if seen[m.Dev] {
+			return true
+		}
+		seen[m.Dev] = true
+	}
+	return false
 }
