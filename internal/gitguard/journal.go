@@ -54,17 +54,28 @@ func (j *journal) begin(roots []string) {
 	for _, r := range roots {
 		fmt.Fprintf(&b, "root %s\n", r)
 	}
-	j.f.Truncate(0)
+	// Written over what was there, never truncated: a file that shrinks
+	// frees its block, which on a filesystem mounted with discard makes
+	// every call wait for the disk. What an earlier entry left beyond
+	// this one becomes empty lines.
+	if fi, err := j.f.Stat(); err == nil && fi.Size() > int64(b.Len()) {
+		b.Write(bytes.Repeat([]byte("\n"), int(fi.Size())-b.Len()))
+	}
 	j.f.WriteAt(b.Bytes(), 0)
 	j.busy = true
 }
+
+// endedKey replaces "since", the first word of a busy journal, once its
+// calls were judged: parseJournal then finds no start, the same as in an
+// empty journal.
+const endedKey = "ended"
 
 // end records that no call runs: everything was judged.
 func (j *journal) end() {
 	if j == nil || !j.busy {
 		return
 	}
-	j.f.Truncate(0)
+	j.f.WriteAt([]byte(endedKey), 0) // in place, as begin writes
 	j.busy = false
 }
 
