@@ -10,10 +10,17 @@ import (
 // shows (see alias.go), keeping only the places the host confirms: the path
 // there is reached through that mount (no other mount covers it), and, for
 // the whole object, is the same file.
-func (hostFS) Aliases(paths []string) map[string][]alias {
+func (h hostFS) Aliases(paths []string) map[string][]alias {
+	out, _ := h.AliasesOnce(paths)
+	return out
+}
+
+// AliasesOnce is Aliases, and whether every filesystem is mounted once
+// (then there are none, for any path: see onceFinder).
+func (hostFS) AliasesOnce(paths []string) (map[string][]alias, bool) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	mounts := parseMountinfo(b)
 	out := map[string][]alias{}
@@ -21,7 +28,7 @@ func (hostFS) Aliases(paths []string) map[string][]alias {
 		// Every filesystem is mounted once: nothing shows anywhere else
 		// (aliasCandidates would find no other mount of any path's), and
 		// nothing need be asked path by path.
-		return out
+		return out, true
 	}
 	for _, p := range paths {
 		id, ok := mountID(p)
@@ -47,7 +54,7 @@ func (hostFS) Aliases(paths []string) map[string][]alias {
 			out[p] = append(out[p], alias{Path: c.Path, Part: c.Part})
 		}
 	}
-	return out
+	return out, false
 }
 
 // mountID returns the ID of the mount path is on, as in mountinfo (Linux

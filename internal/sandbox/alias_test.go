@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -137,29 +138,41 @@ func TestPlanStaticHidesAliases(t *testing.T) {
 	}
 }
 
-// TestSharedDevice checks the shortcut of hostFS.Aliases: where no two
-// mounts are of one device, no path has a candidate anywhere else.
-func TestSharedDevice(t *testing.T) {
-	once := []mountEntry{
-		{ID: 1, Dev: "8:1", Root: "/", Point: "/"},
-		{ID: 2, Dev: "0:30", Root: "/", Point: "/proc"},
-		{ID: 3, Dev: "8:2", Root: "/", Point: "/home"},
+// onceFS is a fakeFS on which no filesystem is mounted twice (onceFinder).
+type onceFS struct{ *fakeFS }
+
+func (onceFS) Aliases([]string) map[string][]alias { return map[string][]alias{} }
+func (o onceFS) AliasesOnce(paths []string) (map[string][]alias, bool) {
+	return o.Aliases(paths), true
+}
+
+// TestPlanStaticOnceMounted checks the shortcut of a host that mounts no
+// filesystem twice: the same plan as where that is not known, without
+// asking about credentials inside the hidden home, whose answers could not
+// change it; a credential of a home the sandbox shows is still asked about
+// and masked, and found when it appears later.
+func TestPlanStaticOnceMounted(t *testing.T) {
+	paths := []string{"/tmp/", "/run/", "/etc/shadow", "/home/u/proj/", "/home/u/.ssh/id_rsa", "/home/v/.aws/credentials", "/home/v/notes"}
+	p := &policy.Policy{
+		Workspace: "/home/u/proj",
+		Home:      "/home/u",
+		Grants:    []policy.Grant{{Path: "/home/u/proj", Writable: true, Dir: true}},
 	}
-	if sharedDevice(once) {
-		t.Error("three devices mounted once each: shared")
+	plain := planStatic(p, newFakeFS(paths...))
+	once := planStatic(p, onceFS{newFakeFS(paths...)})
+	if diff := cmp.Diff(opStrings(plain.ops), opStrings(once.ops)); diff != "" {
+		t.Errorf("ops (-not known +mounted once):\n%s", diff)
 	}
-	for _, m := range once {
-		for _, p := range []string{m.Point, m.Point + "/x", "/home/u/.ssh"} {
-			if c := aliasCandidates(once, p, m.ID); len(c) != 0 {
-				t.Errorf("%s on mount %d: candidates %+v", p, m.ID, c)
-			}
+	if !slices.Contains(opStrings(once.ops), "hide /home/v/.aws") {
+		t.Errorf("another home's credential is not masked: %q", opStrings(once.ops))
+	}
+	for _, a := range once.seen {
+		if policy.Within(a.path, "/home/u") {
+			t.Errorf("asked about %s, inside the hidden home", a.path)
 		}
 	}
-	bound := append(once, mountEntry{ID: 4, Dev: "8:2", Root: "/u", Point: "/mnt/u"})
-	if !sharedDevice(bound) {
-		t.Error("/home bound again at /mnt/u: not shared")
-	}
-	if c := aliasCandidates(bound, "/home/u/.ssh", 3); len(c) != 1 || c[0].Path != "/mnt/u/.ssh" {
-		t.Errorf("candidates %+v, want /mnt/u/.ssh", c)
+	later := onceFS{newFakeFS(append(paths, "/home/v/.netrc")...)}
+	if !once.seen.changed(later) {
+		t.Error("a credential made later in a shown home is not seen")
 	}
 }

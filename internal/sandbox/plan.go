@@ -122,7 +122,7 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 	var sp staticPlan
 	fsys := &recordFS{fsInfo: host, seen: map[fsQuery]bool{}}
 	var regions []region
-	aliases := findAliases(p, fsys)
+	aliases, once := findAliases(p, fsys)
 
 	for _, d := range policy.PrivateDirs {
 		if exists, dir, _ := fsys.Lstat(d); exists && dir {
@@ -257,6 +257,13 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 	// path and wherever another mount shows them.
 	var mask func(path string, alias bool)
 	mask = func(path string, alias bool) {
+		if r := inRegion(path); once && r != nil && r.hidden {
+			// Nothing is mounted twice: a path hidden here shows nowhere
+			// else, whether or not it exists, now or later, so nothing
+			// about it changes the plan, and it is not asked (nor asked
+			// again at every call).
+			return
+		}
 		exists, dir, symlink := fsys.Lstat(path)
 		if !exists || symlink {
 			return // a symlink leads elsewhere; its target is masked or hidden on its own
@@ -418,13 +425,30 @@ func (r *recordFS) Aliases(paths []string) map[string][]alias {
 	return nil
 }
 
+// AliasesOnce asks the recorded fsInfo, if it can tell (onceFinder).
+func (r *recordFS) AliasesOnce(paths []string) (map[string][]alias, bool) {
+	if of, ok := r.fsInfo.(onceFinder); ok {
+		return of.AliasesOnce(paths)
+	}
+	return r.Aliases(paths), false
+}
+
+// onceFinder is an aliasFinder that can also say that no filesystem is
+// mounted twice (AliasesOnce's second result): then nothing shows
+// anywhere but at its own path, whatever appears later, for as long as the
+// mounts stay as they are (which planning assumes in any case).
+type onceFinder interface {
+	AliasesOnce(paths []string) (map[string][]alias, bool)
+}
+
 // findAliases asks fsys, if it can tell, where else the trees and files
 // the plan hides show: the private directories, the home, every
-// credential and system secret, and the server's state.
-func findAliases(p *policy.Policy, fsys fsInfo) map[string][]alias {
+// credential and system secret, and the server's state. once says that
+// nothing can show elsewhere: no filesystem is mounted twice (onceFinder).
+func findAliases(p *policy.Policy, fsys fsInfo) (aliases map[string][]alias, once bool) {
 	af, ok := fsys.(aliasFinder)
 	if !ok {
-		return nil
+		return nil, false
 	}
 	paths := append([]string(nil), policy.PrivateDirs...)
 	if p.Home != "" {
@@ -439,7 +463,10 @@ func findAliases(p *policy.Policy, fsys fsInfo) map[string][]alias {
 	if p.StateDir != "" {
 		paths = append(paths, p.StateDir)
 	}
-	return af.Aliases(paths)
+	if of, ok := fsys.(onceFinder); ok {
+		return of.AliasesOnce(paths)
+	}
+	return af.Aliases(paths), false
 }
 
 // hiddenAt reports whether path lies in a hidden region.
