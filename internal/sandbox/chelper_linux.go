@@ -771,7 +771,10 @@ func cHeldUserns(uidMap, gidMap string) (*os.File, error) {
 		return nil, err
 	}
 	defer cmd.Wait()
-	defer cmd.Process.Kill() // a no-op once it has ended
+	// Run first of these: ends the launcher, and through its death
+	// signal the held process, once the namespace is open (or was not
+	// to be had).
+	defer cmd.Process.Kill()
 	repW.Close()
 	if _, err := blockW.Write(block); err != nil {
 		return nil, err
