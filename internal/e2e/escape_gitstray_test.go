@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -58,10 +59,17 @@ func TestEscapeGitScriptsPlanted(t *testing.T) {
 				defer cancel()
 				cmd := exec.CommandContext(ctx, "git", "instaweb", "--browser=true")
 				cmd.Dir, cmd.Env = e.ws, e.vars
+				// instaweb waits for its server without end where none
+				// started (the planted one exits; the sandbox's call
+				// moved it aside): its script and that wait are ended
+				// with it, as a process group.
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 				cmd.Run()
 				stop := exec.Command("git", "instaweb", "--stop")
 				stop.Dir, stop.Env = e.ws, e.vars
 				stop.Run()
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what is left of the group
 			},
 			note: "moved .git/gitweb aside"},
 	} {
