@@ -53,7 +53,13 @@ func TestCurrentPlanFresh(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := &policy.Policy{Workspace: ws, Home: home, Grants: []policy.Grant{{Path: ws, Writable: true, Dir: true}}}
+	// The home is shown (--read-only ~), so that its ~/.ssh is masked
+	// and asked about wherever the host mounts things: inside a hidden
+	// home, where no filesystem is mounted twice, it is not asked at all.
+	p := &policy.Policy{Workspace: ws, Home: home, HomeGranted: true, Grants: []policy.Grant{
+		{Path: home, Dir: true},
+		{Path: ws, Writable: true, Dir: true},
+	}}
 	prepare := func(made time.Time) *linuxSandbox {
 		s := &linuxSandbox{pol: p}
 		sp := planStatic(p, hostFS{})
