@@ -103,11 +103,7 @@ func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
 		}
 	}
 	var childEnds []*os.File // closed once the helper holds its copies
-	defer func() {
-		for _, f := range childEnds {
-			f.Close()
-		}
-	}()
+	defer func() { closeAll(childEnds) }()
 	pipe := func() (r, w *os.File, err error) {
 		if r, w, err = os.Pipe(); err != nil {
 			return nil, nil, setupError("pipe", err)

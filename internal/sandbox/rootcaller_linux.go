@@ -332,9 +332,7 @@ func (r *rootCaller) helper(cmd *exec.Cmd) ([]*os.File, error) {
 	for _, p := range r.paths {
 		t, err := r.tree(p)
 		if err != nil {
-			for _, t := range trees {
-				t.Close()
-			}
+			closeAll(trees)
 			return nil, err
 		}
 		trees = append(trees, t)
