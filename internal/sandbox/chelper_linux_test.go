@@ -499,7 +499,10 @@ func TestCHelperLaunchErrors(t *testing.T) {
 // TestCHelperNames checks that the Go side names as many of helper.c's
 // steps, failures and ops as helper.c has.
 func TestCHelperNames(t *testing.T) {
-	src := cstage.HelperSource()
+	src, err := os.ReadFile("cstage/src/helper.c")
+	if err != nil {
+		t.Fatal(err)
+	}
 	enum := func(first string) []string {
 		m := regexp.MustCompile(`(?s)enum \{\s*(` + first + `\b[^}]*)\}`).FindSubmatch(src)
 		if m == nil {

@@ -27,13 +27,14 @@ import (
 // (cStageCall, chelper_linux.go).
 //
 // Where it comes from: the blob built by cstage/build.sh and embedded for
-// this architecture, named after the hash of its source, so a stale one is
-// never used. The server puts it, once, into a sealed memfd (written once,
+// this architecture, named after the hash of its source (cstage's sums.go,
+// which build.sh writes and a test holds to the sources), so a stale one
+// is never used. The server puts it, once, into a sealed memfd (written once,
 // then sealed against every write, resize and further seal) which each
 // helper in C inherits, and from which it starts the stage through
 // /proc/self/fd/N, this pid namespace's /proc. Only the helper in C starts
 // it: without both blobs (a plain go build, go install or go test; a tree
-// where helper.c changed since build.sh ran), or where a memfd cannot be
+// where build.sh last ran on other sources than sums.go's), or where a memfd cannot be
 // made executable, the Go helper runs with the Go stage.
 //
 // Why it holds what the Go stage held: the same restrictions, in the same

@@ -13,30 +13,15 @@
 // stage's instructions and decodes its reports (cstage_linux.go).
 package cstage
 
-import (
-	"crypto/sha256"
-	"embed"
-	"encoding/hex"
-	"fmt"
-	"sync"
-)
+import "embed"
 
 // Protocol is the version of the instruction block and the reports; stage.c
 // says the same in NSB_PROTOCOL, and refuses a block of another.
 const Protocol = 1
 
-//go:embed src/stage.c
-var source []byte
-
 // HelperProtocol is the version of the helper's block and reports;
 // helper.c says the same in NSB_HELPER_PROTOCOL.
 const HelperProtocol = 4
-
-//go:embed src/sys.h
-var sysHeader []byte
-
-//go:embed src/helper.c
-var helperSource []byte
 
 // bin holds the blobs build.sh wrote, if any, beside a README.
 //
@@ -46,18 +31,12 @@ var bin embed.FS
 // Name is the file name of the blob for goarch built from this stage.c and
 // sys.h: stage-linux-GOARCH-HASH, HASH the first 16 hex digits of the
 // SHA-256 of "nsb-cstage protocol N\n" followed by sys.h and stage.c.
-// build.sh names it the same.
+// build.sh names it the same, and writes the hash into sums.go, which
+// TestSums checks against the sources: the binary carries neither the
+// sources nor their hashing.
 func Name(goarch string) string {
-	return "stage-linux-" + goarch + "-" + sourceHash()
+	return "stage-linux-" + goarch + "-" + stageSum
 }
-
-var sourceHash = sync.OnceValue(func() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "nsb-cstage protocol %d\n", Protocol)
-	h.Write(sysHeader)
-	h.Write(source)
-	return hex.EncodeToString(h.Sum(nil))[:16]
-})
 
 // Blob returns the stage built for goarch from this stage.c, or nil when
 // none was built (or only one from another stage.c: never used).
@@ -72,23 +51,11 @@ func Blob(goarch string) []byte {
 // HelperName is the file name of the helper in C built for goarch from
 // this helper.c and sys.h: helper-linux-GOARCH-HASH, HASH the first 16 hex
 // digits of the SHA-256 of "nsb-chelper protocol N\n" followed by sys.h
-// and helper.c. build.sh names it the same, so a helper built from another
-// helper.c is never used.
+// and helper.c (helperSum, as Name's). build.sh names it the same, so a
+// helper built from another helper.c is never used.
 func HelperName(goarch string) string {
-	return "helper-linux-" + goarch + "-" + helperHash()
+	return "helper-linux-" + goarch + "-" + helperSum
 }
-
-var helperHash = sync.OnceValue(func() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "nsb-chelper protocol %d\n", HelperProtocol)
-	h.Write(sysHeader)
-	h.Write(helperSource)
-	return hex.EncodeToString(h.Sum(nil))[:16]
-})
-
-// HelperSource returns helper.c, as embedded: the sandbox's tests check
-// its names against the Go side's.
-func HelperSource() []byte { return helperSource }
 
 // HelperBlob returns the helper in C built for goarch from this source, or
 // nil when none was built.
