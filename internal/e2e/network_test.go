@@ -186,8 +186,11 @@ func TestNetworkNothingListens(t *testing.T) {
 		t.Fatalf("true: %s", out.Error)
 	}
 	baseline := waitSockets(t, pid, -1)
+	// Each download is slowed to half a second, so that its connections
+	// are there when the server's sockets are looked at (every upstream
+	// connection carries one request, and ends with it).
 	calls := s.callAsync(context.Background(), map[string]any{"command": "sh", "args": []string{"-c",
-		`for i in $(seq 5); do ` + noProxy + `-o /dev/null http://` + listed.addr() + `/big & done; wait; sleep 1`}})
+		`for i in $(seq 5); do ` + noProxy + `--limit-rate 2M -o /dev/null http://` + listed.addr() + `/big & done; wait; sleep 1`}})
 	most := 0 // sockets the server held during the call
 	for done := false; !done; {
 		select {

@@ -1,15 +1,11 @@
 package netproxy
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net"
-	"net/http"
-	"net/http/httputil"
 	"net/netip"
 	"slices"
 	"sort"
@@ -58,7 +54,7 @@ type Proxy struct {
 
 	mu       sync.Mutex
 	closed   bool
-	tunnels  map[net.Conn]struct{} // hijacked connections, both ends of each tunnel
+	conns    map[net.Conn]struct{} // every connection accepted or made, until it ends
 	refused  map[string]Refusal    // by destination, at most maxRefused
 	dropped  int                   // distinct refusals past maxRefused
 	handlers sync.WaitGroup
@@ -70,71 +66,6 @@ type Refusal struct {
 	Why  string // "not in --allow-net", "resolves to 10.0.0.1, a private address"
 	// Allow is the --allow-net value that would allow Dest.
 	Allow string
-}
-
-// Serve accepts connections on l until ctx is done, then closes l and every
-// connection it accepted or made, and returns once every request has
-// finished. It returns nil when ctx ended it, or the error that stopped l.
-func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	transport := &http.Transport{
-		Proxy:               nil, // never the server's own HTTP_PROXY: this is the last hop
-		DialContext:         p.dialForward,
-		DisableCompression:  true, // pass bodies through as they come
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     30 * time.Second,
-	}
-	defer transport.CloseIdleConnections()
-	forward := &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.Out.Host = r.Out.URL.Host // the header names what was dialled
-		},
-		Transport:     transport,
-		FlushInterval: -1, // stream: flush every write
-		ErrorHandler:  p.forwardError,
-		ErrorLog:      log.New(io.Discard, "", 0),
-	}
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !p.enter() {
-				return
-			}
-			defer p.handlers.Done()
-			switch {
-			case r.Method == http.MethodConnect:
-				p.connect(w, r)
-			case r.URL.IsAbs():
-				p.forward(w, r, forward)
-			default:
-				http.Error(w, "nanosandbox-mcp: this is the sandbox's HTTP proxy: send CONNECT or an absolute URL (set HTTP_PROXY and HTTPS_PROXY to it)", http.StatusBadRequest)
-			}
-		}),
-		ReadHeaderTimeout: readHeaderTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          log.New(io.Discard, "", 0),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(&limitListener{Listener: l, slots: make(chan struct{}, maxConns)}) }()
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-	}
-	p.mu.Lock()
-	p.closed = true
-	for c := range p.tunnels {
-		c.Close()
-	}
-	p.mu.Unlock()
-	cancel() // requests in flight, their upstream dials and upgraded connections
-	srv.Close()
-	p.handlers.Wait()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
 }
 
 // enter counts a request in, unless the proxy is closing.
@@ -155,16 +86,16 @@ func (p *Proxy) track(c net.Conn) bool {
 	if p.closed {
 		return false
 	}
-	if p.tunnels == nil {
-		p.tunnels = map[net.Conn]struct{}{}
+	if p.conns == nil {
+		p.conns = map[net.Conn]struct{}{}
 	}
-	p.tunnels[c] = struct{}{}
+	p.conns[c] = struct{}{}
 	return true
 }
 
 func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
-	delete(p.tunnels, c)
+	delete(p.conns, c)
 	p.mu.Unlock()
 	c.Close()
 }
@@ -275,54 +206,18 @@ func (p *Proxy) open(ctx context.Context, host string, port int) (net.Conn, erro
 	return nil, fmt.Errorf("cannot connect to %s from the host: %w", joinHostPort(host, port), errors.Join(errs...))
 }
 
-// connect serves CONNECT host:port: a tunnel, once the destination is
-// allowed and connected.
-func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
-	host, port, err := splitTarget(r.URL.Host, 0)
-	if err != nil {
-		http.Error(w, "nanosandbox-mcp: bad CONNECT target "+strconv.Quote(r.URL.Host)+": "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	up, err := p.open(r.Context(), host, port)
-	if err != nil {
-		p.fail(w, err)
-		return
-	}
-	if !p.track(up) {
-		up.Close()
-		return
-	}
-	defer p.untrack(up)
-	client, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		http.Error(w, "nanosandbox-mcp: cannot take over the connection", http.StatusInternalServerError)
-		return
-	}
-	if !p.track(client) {
-		client.Close()
-		return
-	}
-	defer p.untrack(client)
-	if _, err := brw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		return
-	}
-	if err := brw.Flush(); err != nil {
-		return
-	}
-	pipe(client, brw.Reader, up)
-}
-
-// pipe copies both ways between the client (read through br, which holds
-// what it sent after its request) and up, passing each end-of-stream on,
-// until both directions end or a connection is closed.
-func pipe(client net.Conn, br *bufio.Reader, up net.Conn) {
+// pipe copies both ways between the client (read through fromClient,
+// which holds what it sent after its request) and up (read through
+// fromUp, which may hold what it sent after its answer), passing each
+// end-of-stream on, until both directions end or a connection is closed.
+func pipe(client net.Conn, fromClient io.Reader, up net.Conn, fromUp io.Reader) {
 	done := make(chan struct{})
 	go func() {
-		io.Copy(up, br)
+		io.Copy(up, fromClient)
 		closeWrite(up)
 		close(done)
 	}()
-	io.Copy(client, up)
+	io.Copy(client, fromUp)
 	closeWrite(client)
 	<-done
 }
@@ -333,72 +228,6 @@ func closeWrite(c net.Conn) {
 	} else {
 		c.Close()
 	}
-}
-
-// forward serves an absolute-form request, http:// only.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rp *httputil.ReverseProxy) {
-	if r.URL.Scheme != "http" {
-		http.Error(w, "nanosandbox-mcp: the sandbox's proxy forwards http:// URLs; for "+r.URL.Scheme+":// send CONNECT (HTTPS_PROXY does)", http.StatusBadRequest)
-		return
-	}
-	host, port, err := splitTarget(r.URL.Host, 80)
-	if err != nil {
-		http.Error(w, "nanosandbox-mcp: bad host "+strconv.Quote(r.URL.Host)+": "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	// Refuse before anything else is read; dialForward checks again, with
-	// the addresses.
-	if _, ok := policy.MatchHost(p.Allow, host, port); !ok {
-		p.fail(w, p.refuse(host, port, "not in --allow-net"))
-		return
-	}
-	r.URL.Host = joinHostPort(host, port)
-	if port == 80 {
-		r.URL.Host = strings.TrimSuffix(r.URL.Host, ":80")
-	}
-	rp.ServeHTTP(w, r)
-}
-
-// dialForward is the forwarding transport's dialer: every connection it
-// makes is checked as a tunnel is.
-func (p *Proxy) dialForward(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, port, err := splitTarget(addr, 0)
-	if err != nil {
-		return nil, err
-	}
-	return p.open(ctx, host, port)
-}
-
-func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil {
-		return // the call ended, or the client went away
-	}
-	p.fail(w, err)
-}
-
-// fail answers a request the proxy could not carry out: 403 for a refusal,
-// 502 for a destination that could not be reached.
-func (p *Proxy) fail(w http.ResponseWriter, err error) {
-	var re *refusedError
-	if !errors.As(err, &re) {
-		http.Error(w, "nanosandbox-mcp: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	body := fmt.Sprintf("nanosandbox-mcp: the sandbox refused %s: %s\n"+
-		"To allow it, the server must be started with --allow-net %s\n", re.Dest, re.Why, re.Allow)
-	// The reason phrase says it too: clients that show no body (on CONNECT,
-	// most of them) show the status line.
-	status := fmt.Sprintf("HTTP/1.1 403 Forbidden by the nanosandbox-mcp sandbox: %s: %s; to allow it: --allow-net %s\r\n", re.Dest, re.Why, re.Allow)
-	c, brw, herr := http.NewResponseController(w).Hijack()
-	if herr != nil {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, body)
-		return
-	}
-	defer c.Close()
-	fmt.Fprintf(brw, "%sContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, len(body), body)
-	brw.Flush()
 }
 
 // splitTarget reads "host:port" as CONNECT and URLs give it, or "host"

@@ -1,0 +1,169 @@
+package netproxy
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestForwardBodies: a request's body reaches the destination whole, sent
+// with a length, in chunks, or after Expect: 100-continue, and the
+// client's connection carries the next request after it.
+func TestForwardBodies(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		n, _ := io.Copy(h, r.Body)
+		fmt.Fprintf(w, "%d %x ua=%q expect=%q", n, h.Sum(nil), r.Header.Get("User-Agent"), r.Header.Get("Expect"))
+	}))
+	defer up.Close()
+	r := start(t, &Proxy{Allow: hosts(t, "127.0.0.1:"+port(t, up.URL))})
+	payload := body(1 << 20)
+	want := fmt.Sprintf("%d %x ua=%q expect=%q", len(payload), sha256.Sum256(payload), "", "")
+
+	c, err := net.Dial("tcp", r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(c)
+	for _, tt := range []struct {
+		name   string
+		header string
+		chunk  bool
+	}{
+		{"with a length", fmt.Sprintf("Content-Length: %d\r\n", len(payload)), false},
+		{"chunked", "Transfer-Encoding: chunked\r\n", true},
+		{"after 100-continue", fmt.Sprintf("Content-Length: %d\r\nExpect: 100-continue\r\n", len(payload)), false},
+	} {
+		fmt.Fprintf(c, "POST %s/ HTTP/1.1\r\nHost: x\r\n%s\r\n", up.URL, tt.header)
+		if strings.Contains(tt.header, "Expect") {
+			line, err := br.ReadString('\n')
+			if line != "HTTP/1.1 100 Continue\r\n" {
+				t.Fatalf("%s: got %q %v before the body, want 100 Continue", tt.name, line, err)
+			}
+			br.ReadString('\n')
+		}
+		if tt.chunk {
+			for i := 0; i < len(payload); i += 100000 {
+				part := payload[i:min(i+100000, len(payload))]
+				fmt.Fprintf(c, "%x\r\n%s\r\n", len(part), part)
+			}
+			io.WriteString(c, "0\r\n\r\n")
+		} else {
+			c.Write(payload)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(got) != want || resp.Close {
+			t.Errorf("%s: got %d %q (close %v), want 200 %q on a connection kept", tt.name, resp.StatusCode, got, resp.Close, want)
+		}
+	}
+}
+
+// TestForwardToHTTP10: an HTTP/1.0 client gets a chunked answer whole, to
+// the connection's close, never chunked.
+func TestForwardToHTTP10(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "part one, ")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "part two")
+	}))
+	defer up.Close()
+	r := start(t, &Proxy{Allow: hosts(t, "127.0.0.1:"+port(t, up.URL))})
+	c, err := net.Dial("tcp", r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET %s/ HTTP/1.0\r\n\r\n", up.URL)
+	out, _ := io.ReadAll(c)
+	head, rest, _ := bytes.Cut(out, []byte("\r\n\r\n"))
+	if !bytes.HasPrefix(head, []byte("HTTP/1.1 200")) || bytes.Contains(bytes.ToLower(head), []byte("chunked")) || string(rest) != "part one, part two" {
+		t.Errorf("got %q", out)
+	}
+}
+
+// TestForwardUpgrade: a request to switch protocols that the destination
+// accepts becomes a tunnel to it, both ways, with what either side sent
+// beyond the switch.
+func TestForwardUpgrade(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "echo" {
+			http.Error(w, "no upgrade", 400)
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nhello\n")
+		brw.Flush()
+		for {
+			line, err := brw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			brw.WriteString("echo " + line)
+			brw.Flush()
+		}
+	}))
+	defer up.Close()
+	r := start(t, &Proxy{Allow: hosts(t, "127.0.0.1:"+port(t, up.URL))})
+	c, err := net.Dial("tcp", r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET %s/ HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: echo\r\n\r\n", up.URL)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 101 || resp.Header.Get("Upgrade") != "echo" {
+		t.Fatalf("got %v %v, want 101 to echo", resp, err)
+	}
+	if line, err := br.ReadString('\n'); line != "hello\n" {
+		t.Fatalf("after the switch: got %q %v", line, err)
+	}
+	io.WriteString(c, "ping\n")
+	if line, err := br.ReadString('\n'); line != "echo ping\n" {
+		t.Errorf("got %q %v, want the echo", line, err)
+	}
+}
+
+// TestBadHeaders: what net/http's server refused, the proxy refuses too,
+// before anything is dialled.
+func TestBadHeaders(t *testing.T) {
+	rt := newRedteam(t, nil)
+	L := rt.listed
+	for _, tt := range []struct{ name, req string }{
+		{"two Host headers", "GET http://" + L + "/ HTTP/1.1\r\nHost: " + L + "\r\nHost: " + rt.unlisted + "\r\n\r\n"},
+		{"a control character", "GET http://" + L + "/ HTTP/1.1\r\nHost: " + L + "\r\nX-A: a\x01b\r\n\r\n"},
+		{"a CONNECT target with a path", "CONNECT " + L + "/x HTTP/1.1\r\nHost: " + L + "\r\n\r\n"},
+		{"HTTP/2", "GET http://" + L + "/ HTTP/2.0\r\nHost: " + L + "\r\n\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if out := rt.raw(t, tt.req); !strings.HasPrefix(out, "HTTP/1.1 400") {
+				t.Errorf("got %.200q, want 400", out)
+			}
+		})
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if len(rt.dialed) != 0 {
+		t.Errorf("dialled %v", rt.dialed)
+	}
+}
