@@ -89,6 +89,14 @@ func (p *Proxy) accept(ctx context.Context, l net.Listener) error {
 	}
 }
 
+const (
+	// maxResponseHeaderBytes bounds the headers of an answer a
+	// destination sends, all of its interim ones with it; maxInterim
+	// bounds how many interim (1xx) answers come before the answer.
+	maxResponseHeaderBytes = 1 << 20
+	maxInterim             = 8
+)
+
 // headerLimit is the reader under a client connection's buffer: it ends
 // (hit) after n bytes, which bounds a request's line and headers; the
 // body is read with n lifted.
@@ -247,9 +255,16 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 	}
 	wrote := make(chan error, 1)
 	go func() { wrote <- req.Write(up) }()
-	ubr := bufio.NewReader(up)
+	// The answer's headers are bounded as a request's are (and as
+	// net/http's client bounds them), and so are the interim answers.
+	ulim := &headerLimit{r: up, n: maxResponseHeaderBytes}
+	ubr := bufio.NewReader(ulim)
 	resp, err := http.ReadResponse(ubr, req)
-	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+	for interim := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; interim++ {
+		if interim == maxInterim {
+			err = errors.New("too many interim answers")
+			break
+		}
 		if !http10 {
 			removeHopHeaders(resp.Header)
 			fmt.Fprintf(c, "HTTP/1.1 %03d %s\r\n", resp.StatusCode, http.StatusText(resp.StatusCode))
@@ -258,10 +273,14 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 		}
 		resp, err = http.ReadResponse(ubr, req)
 	}
+	if ulim.hit {
+		err = fmt.Errorf("headers over %d KiB", maxResponseHeaderBytes>>10)
+	}
 	if err != nil {
 		p.fail(ctx, c, fmt.Errorf("no answer from %s: %w", joinHostPort(host, port), err))
 		return false
 	}
+	ulim.n = math.MaxInt64
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		if upgrade == "" || !strings.EqualFold(upgradeOf(resp.Header), upgrade) {

@@ -167,3 +167,40 @@ func TestBadHeaders(t *testing.T) {
 		t.Errorf("dialled %v", rt.dialed)
 	}
 }
+
+// TestAnswerBounds: a destination that sends headers without end, or
+// interim answers without end, gets the client a 502, not the server's
+// memory.
+func TestAnswerBounds(t *testing.T) {
+	for _, tt := range []struct{ name, first, repeat, want string }{
+		{"endless headers", "HTTP/1.1 200 OK\r\n", "X-A: b\r\n", "headers over 1024 KiB"},
+		{"endless interim answers", "", "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n", "too many interim answers"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				io.WriteString(c, tt.first)
+				chunk := strings.Repeat(tt.repeat, 1000)
+				for range 1000 { // some 8 to 40 MB, or until the proxy hangs up
+					if _, err := io.WriteString(c, chunk); err != nil {
+						return
+					}
+				}
+			}()
+			r := start(t, &Proxy{Allow: hosts(t, l.Addr().String())})
+			code, got, err := get(t, r.client(nil), "http://"+l.Addr().String()+"/")
+			if code != 502 || !strings.Contains(got, tt.want) {
+				t.Errorf("got %d %q %v, want 502 %q", code, got, err, tt.want)
+			}
+		})
+	}
+}
