@@ -6,8 +6,10 @@
 // handed to the server, so nothing listens on the host, and the proxy dials
 // from the host. It speaks HTTP CONNECT (any protocol, HTTPS above all,
 // tunnelled as it is) and absolute-form HTTP (plain http:// URLs,
-// forwarded), streams both ways, and ends every connection when the call
-// ends.
+// forwarded, each request on an upstream connection of its own), streams
+// both ways, and ends every connection when the call ends. It reads and
+// writes HTTP/1.1 with net/http's request and response readers and
+// writers, not its Server or Transport (serve.go).
 //
 // It resolves names itself and dials the address it checked, never the
 // name again, so a destination that resolves to a loopback, link-local or
