@@ -147,10 +147,11 @@ func (o onceFS) AliasesOnce(paths []string) (map[string][]alias, bool) {
 }
 
 // TestPlanStaticOnceMounted checks the shortcut of a host that mounts no
-// filesystem twice: the same plan as where that is not known, without
-// asking about credentials inside the hidden home, whose answers could not
-// change it; a credential of a home the sandbox shows is still asked about
-// and masked, and found when it appears later.
+// filesystem twice: the same plan as where that is not known, with no
+// alias looked for; a credential of a home the sandbox shows is still
+// asked about and masked, and found when it appears later. Credentials
+// inside the hidden home are asked about too: a symbolic link there may
+// lead out of it (TestPlanStaticCredentialLinks).
 func TestPlanStaticOnceMounted(t *testing.T) {
 	paths := []string{"/tmp/", "/run/", "/etc/shadow", "/home/u/proj/", "/home/u/.ssh/id_rsa", "/home/v/.aws/credentials", "/home/v/notes"}
 	p := &policy.Policy{
@@ -166,13 +167,88 @@ func TestPlanStaticOnceMounted(t *testing.T) {
 	if !slices.Contains(opStrings(once.ops), "hide /home/v/.aws") {
 		t.Errorf("another home's credential is not masked: %q", opStrings(once.ops))
 	}
-	for _, a := range once.seen {
-		if policy.Within(a.path, "/home/u") {
-			t.Errorf("asked about %s, inside the hidden home", a.path)
-		}
-	}
 	later := onceFS{newFakeFS(append(paths, "/home/v/.netrc")...)}
 	if !once.seen.changed(later) {
 		t.Error("a credential made later in a shown home is not seen")
+	}
+}
+
+// TestPlanStaticCredentialLinks checks credentials reached through a
+// symbolic link (a dotfiles ~/.aws, a ~/.config elsewhere, a home that is
+// a link): masked where the link leads, when the home's owner owns what
+// is there, and never at a path through a link (the helper refuses to
+// mount there, which failed every call of every user); a link to what
+// another owns (a user's ~/.ssh to /usr) hides nothing; a link that is
+// re-pointed is seen at the next call. Where nothing is mounted twice as
+// where that is not known.
+func TestPlanStaticCredentialLinks(t *testing.T) {
+	build := func() *fakeFS {
+		f := newFakeFS("/tmp/", "/usr/bin/", "/home/u/proj/", "/home/u/.aws@", "/home/u/dot/aws/credentials",
+			"/home/u/.netrc@", "/srv/u/netrc", "/home/v/.config@", "/data/v/config/gh/hosts.yml",
+			"/home/w/.ssh@", "/home/x@", "/data/x/.kube/config", "/home/y/.netrc@")
+		f.links = map[string]string{
+			"/home/u/.aws": "dot/aws", "/home/u/.netrc": "/srv/u/netrc", "/home/v/.config": "../../data/v/config",
+			"/home/w/.ssh": "/usr", "/home/x": "/data/x", "/home/y/.netrc": "/home/y/.netrc",
+		}
+		f.owners = map[string]int{}
+		for p := range f.entries {
+			switch {
+			case policy.Within(p, "/home/u"), policy.Within(p, "/srv/u"):
+				f.owners[p] = 1000
+			case policy.Within(p, "/home/v"), policy.Within(p, "/data/v"):
+				f.owners[p] = 1001
+			case policy.Within(p, "/home/w"):
+				f.owners[p] = 1002
+			case policy.Within(p, "/data/x"), policy.Within(p, "/home/y"):
+				f.owners[p] = 1003
+			}
+		}
+		return f
+	}
+	for _, tt := range []struct {
+		name  string
+		fsys  func(*fakeFS) fsInfo
+		shown bool // --read-only ~
+	}{
+		{"hidden home", func(f *fakeFS) fsInfo { return f }, false},
+		{"hidden home, mounted once", func(f *fakeFS) fsInfo { return onceFS{f} }, false},
+		{"--read-only ~", func(f *fakeFS) fsInfo { return f }, true},
+		{"--read-only ~, mounted once", func(f *fakeFS) fsInfo { return onceFS{f} }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &policy.Policy{
+				Workspace: "/home/u/proj",
+				Home:      "/home/u",
+				Grants:    []policy.Grant{{Path: "/home/u/proj", Writable: true, Dir: true}},
+			}
+			if tt.shown {
+				p.HomeGranted = true
+				p.Grants = append(p.Grants, policy.Grant{Path: "/home/u", Dir: true})
+			}
+			f := build()
+			sp := planStatic(p, tt.fsys(f))
+			ops := opStrings(sp.ops)
+			want := []string{"mask /srv/u/netrc", "hide /data/v/config/gh", "hide /data/x/.kube"}
+			if tt.shown {
+				want = append(want, "hide /home/u/dot/aws")
+			}
+			for _, w := range want {
+				if !slices.Contains(ops, w) {
+					t.Errorf("no %q in %q", w, ops)
+				}
+			}
+			for _, o := range sp.ops {
+				if real, ok := resolveHost(f, o.Path); !ok && o.Kind != opTmpfs && o.Kind != opHide || ok && real != o.Path {
+					t.Errorf("%s: a mount through a link", opString(o))
+				}
+				if policy.Within(o.Path, "/usr") {
+					t.Errorf("%s: another owner's tree hidden through a user's link", opString(o))
+				}
+			}
+			f.links["/home/u/.netrc"] = "/srv/u/other"
+			if !sp.seen.changed(tt.fsys(f)) {
+				t.Error("a re-pointed credential link is not seen")
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/gitguard"
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
@@ -76,6 +77,11 @@ type fsInfo interface {
 	Lstat(path string) (exists, dir, symlink bool)
 	ReadDir(path string) []string
 	ReadFile(path string) ([]byte, error)
+	// Readlink returns the target of the symbolic link at path.
+	Readlink(path string) (string, error)
+	// Owner returns the uid owning what path names (not following a
+	// final symlink), or -1.
+	Owner(path string) int
 }
 
 type hostFS struct{}
@@ -101,6 +107,19 @@ func (hostFS) ReadDir(p string) []string {
 }
 
 func (hostFS) ReadFile(p string) ([]byte, error) { return os.ReadFile(p) }
+
+func (hostFS) Readlink(p string) (string, error) { return os.Readlink(p) }
+
+func (hostFS) Owner(p string) int {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return -1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
 
 // staticPlan is the part of the mount tree that calls share while the
 // host stays as it was: private directories, the hidden home, credential
@@ -254,23 +273,46 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 	}
 
 	// Credential masks, wherever the sandbox would show them: at their own
-	// path and wherever another mount shows them.
-	var mask func(path string, alias bool)
-	mask = func(path string, alias bool) {
-		if r := inRegion(path); once && r != nil && r.hidden {
-			// Nothing is mounted twice: a path hidden here shows nowhere
-			// else, whether or not it exists, now or later, so nothing
-			// about it changes the plan, and it is not asked (nor asked
-			// again at every call).
+	// path and wherever another mount shows them. owner is the uid whose
+	// credential it is, for one reached through a symbolic link.
+	var mask func(path string, isAlias bool, owner int)
+	mask = func(path string, isAlias bool, owner int) {
+		real, ok := resolveHost(fsys, path)
+		if !ok {
+			return // nothing there now; one made later changes the record
+		}
+		if real != path {
+			// A symbolic link on the way (a dotfiles ~/.aws, a ~/.config
+			// elsewhere, a home in /home that is a link): the credential
+			// is what it leads to, masked where that is, never at a path
+			// through a link (where the helper refuses to mount). Only
+			// what the home's owner owns: a link to /usr or /etc/passwd
+			// in someone's home must not hide them from every command.
+			// (Asked even inside a hidden home: the link may lead out.)
+			if owner < 0 || fsys.Owner(real) != owner {
+				return
+			}
+			if _, asked := aliases[real]; !once && !asked {
+				if aliases == nil {
+					aliases = map[string][]alias{}
+				}
+				aliases[real] = fsys.Aliases([]string{real})[real]
+			}
+			mask(real, isAlias, owner)
 			return
 		}
-		exists, dir, symlink := fsys.Lstat(path)
-		if !exists || symlink {
-			return // a symlink leads elsewhere; its target is masked or hidden on its own
+		if r := inRegion(path); once && r != nil && r.hidden {
+			// Nothing is mounted twice: a path hidden here, with no link
+			// on its way, shows nowhere else.
+			return
 		}
-		if !alias {
+		exists, dir, _ := fsys.Lstat(path)
+		if !exists {
+			return
+		}
+		if !isAlias {
 			for _, a := range aliases[path] {
-				mask(a.Path, true)
+				mask(a.Path, true, -1)
 			}
 		}
 		if r := inRegion(path); r != nil && r.hidden || aliasSeen[path] {
@@ -289,12 +331,16 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		}
 	}
 	for _, h := range homeDirs(p, fsys) {
+		owner := -1
+		if real, ok := resolveHost(fsys, h); ok {
+			owner = fsys.Owner(real)
+		}
 		for _, c := range policy.Credentials {
-			mask(filepath.Join(h, c), false)
+			mask(filepath.Join(h, c), false, owner)
 		}
 	}
 	for _, s := range policy.SystemSecrets {
-		mask(s, false)
+		mask(s, false, 0)
 	}
 	// A read-only grant inside a mask is shown again, by name.
 	for _, g := range p.Grants {
@@ -356,18 +402,29 @@ func (sp *staticPlan) current(p *policy.Policy, fsys fsInfo) *staticPlan {
 	return &n
 }
 
-// fsQuery is one question planning asked the host: a path's Lstat, or the
-// listing of a directory.
+// fsQuery is one question planning asked the host: a path's Lstat, the
+// listing of a directory, a link's target, or an owner.
 type fsQuery struct {
 	path string
-	list bool
+	kind queryKind
 }
+
+type queryKind uint8
+
+const (
+	queryStat queryKind = iota
+	queryList
+	queryLink
+	queryOwner
+)
 
 // fsAnswer is a query with what the host answered.
 type fsAnswer struct {
 	fsQuery
 	stat  [3]bool  // Lstat's exists, dir, symlink
 	names []string // ReadDir's names
+	link  string   // Readlink's target ("" for an error)
+	owner int      // Owner's uid
 }
 
 // fsRecord is every answer a plan was made from. Planning is a function of
@@ -378,15 +435,24 @@ type fsRecord []fsAnswer
 // changed reports whether fsys now answers any query of r otherwise.
 func (r fsRecord) changed(fsys fsInfo) bool {
 	for _, a := range r {
-		if a.list {
+		switch a.kind {
+		case queryList:
 			if !slices.Equal(fsys.ReadDir(a.path), a.names) {
 				return true
 			}
-			continue
-		}
-		exists, dir, symlink := fsys.Lstat(a.path)
-		if [3]bool{exists, dir, symlink} != a.stat {
-			return true
+		case queryLink:
+			if target, _ := fsys.Readlink(a.path); target != a.link {
+				return true
+			}
+		case queryOwner:
+			if fsys.Owner(a.path) != a.owner {
+				return true
+			}
+		default:
+			exists, dir, symlink := fsys.Lstat(a.path)
+			if [3]bool{exists, dir, symlink} != a.stat {
+				return true
+			}
 		}
 	}
 	return false
@@ -401,7 +467,7 @@ type recordFS struct {
 
 func (r *recordFS) Lstat(path string) (exists, dir, symlink bool) {
 	exists, dir, symlink = r.fsInfo.Lstat(path)
-	if q := (fsQuery{path: path}); !r.seen[q] {
+	if q := (fsQuery{path: path, kind: queryStat}); !r.seen[q] {
 		r.seen[q] = true
 		r.answers = append(r.answers, fsAnswer{fsQuery: q, stat: [3]bool{exists, dir, symlink}})
 	}
@@ -410,11 +476,74 @@ func (r *recordFS) Lstat(path string) (exists, dir, symlink bool) {
 
 func (r *recordFS) ReadDir(path string) []string {
 	names := r.fsInfo.ReadDir(path)
-	if q := (fsQuery{path: path, list: true}); !r.seen[q] {
+	if q := (fsQuery{path: path, kind: queryList}); !r.seen[q] {
 		r.seen[q] = true
 		r.answers = append(r.answers, fsAnswer{fsQuery: q, names: names})
 	}
 	return names
+}
+
+func (r *recordFS) Readlink(path string) (string, error) {
+	target, err := r.fsInfo.Readlink(path)
+	if err != nil {
+		target = "" // recorded as no target: an error
+	}
+	if q := (fsQuery{path: path, kind: queryLink}); !r.seen[q] {
+		r.seen[q] = true
+		r.answers = append(r.answers, fsAnswer{fsQuery: q, link: target})
+	}
+	return target, err
+}
+
+func (r *recordFS) Owner(path string) int {
+	uid := r.fsInfo.Owner(path)
+	if q := (fsQuery{path: path, kind: queryOwner}); !r.seen[q] {
+		r.seen[q] = true
+		r.answers = append(r.answers, fsAnswer{fsQuery: q, owner: uid})
+	}
+	return uid
+}
+
+// resolveHost resolves path as the kernel would, asking fsys: the path of
+// what it names, with no symbolic link in it; false where nothing is
+// there (a missing element, a dangling or looping link).
+func resolveHost(fsys fsInfo, path string) (string, bool) {
+	const maxLinks = 40 // the kernel's
+	links := 0
+	done := "/"
+	rest := strings.Split(filepath.Clean(path), "/")
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, name)
+		exists, _, symlink := fsys.Lstat(next)
+		if !exists {
+			return "", false
+		}
+		if !symlink {
+			done = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", false
+		}
+		target, err := fsys.Readlink(next)
+		if err != nil || target == "" {
+			return "", false
+		}
+		if filepath.IsAbs(target) {
+			done = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return done, true
 }
 
 // Aliases asks the recorded fsInfo, if it can tell (aliasFinder).

@@ -17,6 +17,8 @@ import (
 type fakeFS struct {
 	entries map[string]string // path -> "dir", "file" or "symlink"
 	files   map[string]string // contents
+	links   map[string]string // a symlink's target
+	owners  map[string]int    // uid, 0 where unset
 }
 
 func newFakeFS(paths ...string) *fakeFS {
@@ -59,6 +61,23 @@ func (f *fakeFS) ReadDir(p string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Readlink returns the target set in links; a symlink without one
+// dangles.
+func (f *fakeFS) Readlink(p string) (string, error) {
+	if t, ok := f.links[p]; ok && f.entries[p] == "symlink" {
+		return t, nil
+	}
+	return "", fmt.Errorf("no link %s", p)
+}
+
+// Owner returns the uid set in owners, or 0.
+func (f *fakeFS) Owner(p string) int {
+	if _, ok := f.entries[p]; !ok && p != "/" {
+		return -1
+	}
+	return f.owners[p]
 }
 
 func (f *fakeFS) ReadFile(p string) ([]byte, error) {
