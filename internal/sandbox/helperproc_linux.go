@@ -30,10 +30,13 @@ const waitDelay = 2 * time.Second
 // call: starting it is most of a call's cost (a full fork of the server,
 // since a new user namespace rules out vfork, then a Go start-up).
 type helperProc struct {
-	cmd   *exec.Cmd
-	cg    *cmdCgroup // nil unless limits are held by cgroup v2
-	specW *os.File
-	repR  *os.File
+	// mountGen is the sandbox's count of mount table changes when the
+	// helper started, before it copied the table.
+	mountGen uint64
+	cmd      *exec.Cmd
+	cg       *cmdCgroup // nil unless limits are held by cgroup v2
+	specW    *os.File
+	repR     *os.File
 	// reports delivers what the helper reported once it is gone (after
 	// hand).
 	reports chan []report
@@ -91,7 +94,7 @@ func piped(c *Command) bool {
 // startHelper starts a helper for c: with c's own files as its stdio, or
 // with pipes when c needs them (c nil: pipes, for a spare).
 func (s *linuxSandbox) startHelper(c *Command) (_ *helperProc, err error) {
-	h := &helperProc{exited: make(chan struct{}), reduced: s.reduced}
+	h := &helperProc{exited: make(chan struct{}), reduced: s.reduced, mountGen: s.mountGen.Load()}
 	defer func() {
 		if err != nil {
 			h.discard() // h itself: the result is nil by now

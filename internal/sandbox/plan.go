@@ -392,8 +392,8 @@ func ownedAbove(p *policy.Policy, ops []mountOp, path string) bool {
 // gh auth login while the server was up), a home added to /home. A call
 // must hide the credentials that exist when it starts, not those that
 // existed when the server did. The check is one lstat per credential path
-// of each home and one listing of /home; the mount table is not read
-// again, so another mount of a home made after the start is not seen.
+// of each home (and per link on the way, with its target) and one listing
+// of /home; a changed mount table is the caller's to see (mountWatch).
 func (sp *staticPlan) current(p *policy.Policy, fsys fsInfo) *staticPlan {
 	if !sp.seen.changed(fsys) {
 		return sp

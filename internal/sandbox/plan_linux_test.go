@@ -61,7 +61,7 @@ func TestCurrentPlanFresh(t *testing.T) {
 		{Path: ws, Writable: true, Dir: true},
 	}}
 	prepare := func(made time.Time) *linuxSandbox {
-		s := &linuxSandbox{pol: p}
+		s := &linuxSandbox{pol: p, mounts: watchMounts()}
 		sp := planStatic(p, hostFS{})
 		s.static.Store(&sp)
 		s.planMade.Store(made.UnixNano())

@@ -40,6 +40,12 @@ type linuxSandbox struct {
 	// first call soon after takes it without asking the host again
 	// (currentPlan).
 	planMade atomic.Int64
+	// mounts says when the host's mount table changed, and mountGen
+	// counts the changes seen: a plan is made again at each, and a spare
+	// helper started before one, whose copy of the table is older, is
+	// not used.
+	mounts   *mountWatch
+	mountGen atomic.Uint64
 	landlock landlockRules
 	// reduced is set when commands run without namespaces
 	// (reduced_linux.go); filter then says what seccomp holds in their
@@ -103,6 +109,7 @@ func (s *linuxSandbox) prepare() error {
 	if err := checkWritable(s.pol, s.uid, s.gid); err != nil {
 		return err
 	}
+	s.mounts = watchMounts()
 	static := planStatic(s.pol, hostFS{})
 	if err := checkAliasGrants(s.pol, static.homeAliases); err != nil {
 		return err
@@ -128,15 +135,21 @@ const freshPlan = 50 * time.Millisecond
 // one, kept for the calls after.
 func (s *linuxSandbox) currentPlan() (*staticPlan, error) {
 	old := s.static.Load()
-	if made := s.planMade.Swap(0); made != 0 && time.Since(time.Unix(0, made)) < freshPlan {
+	moved := s.mounts.changed()
+	if made := s.planMade.Swap(0); made != 0 && time.Since(time.Unix(0, made)) < freshPlan && !moved {
 		// Made moments ago by prepare, for this first call (a one-shot
 		// command's, a server's dry run): asking again would cover only
 		// those moments, no more than the moments after the check,
 		// before the mounts, which nothing covers. Every later call asks.
 		return old, nil
 	}
-	sp := old.current(s.pol, hostFS{})
-	if sp == old {
+	var sp *staticPlan
+	if moved {
+		// Another alias, maybe: planned again from the table as it is.
+		s.mountGen.Add(1)
+		n := planStatic(s.pol, hostFS{})
+		sp = &n
+	} else if sp = old.current(s.pol, hostFS{}); sp == old {
 		return sp, nil
 	}
 	if err := checkAliasGrants(s.pol, sp.homeAliases); err != nil {
@@ -317,6 +330,10 @@ func (s *linuxSandbox) helperFor(ctx context.Context, c *Command, raw []byte, cc
 	var h *helperProc
 	if piped(c) {
 		h = s.spares.take()
+	}
+	if h != nil && h.mountGen != s.mountGen.Load() {
+		go h.discard() // its mounts are a copy of an older table
+		h = nil
 	}
 	if h != nil {
 		h.ccall = ccall
