@@ -152,15 +152,23 @@ func planSeatbelt(p *policy.Policy, self string, fsys fsInfo, canon canonFunc) s
 	// Credentials wherever a home is: the caller's whether or not they
 	// exist yet (the user may log in to a cloud while the server runs),
 	// other homes' where they exist. A symlinked one is hidden where it
-	// leads too. One a grant names is shown, as the user asked.
-	secret := func(path string, mustExist bool) {
+	// leads too, unless what is there is another's than the home's owner
+	// (owner): a link to /usr in someone's home must not hide /usr from
+	// every command.
+	// One a grant names is shown, as the user asked.
+	secret := func(path string, mustExist bool, owner int) {
 		exists, _, symlink := fsys.Lstat(path)
 		if mustExist && !exists {
 			return
 		}
 		paths := []string{canon(path, false)}
 		if symlink {
-			paths = append(paths, canon(path, true))
+			// Where either owner is unknown (a target not there yet), a
+			// rule for it hides nothing else.
+			target := canon(path, true)
+			if o := fsys.Owner(target); owner < 0 || o < 0 || o == owner {
+				paths = append(paths, target)
+			}
 		}
 		for _, c := range paths {
 			if !shown[c] {
@@ -170,12 +178,13 @@ func planSeatbelt(p *policy.Policy, self string, fsys fsInfo, canon canonFunc) s
 	}
 	st.homes = darwinHomes(p, fsys)
 	for _, h := range st.homes {
+		owner := fsys.Owner(canon(h, true))
 		for _, c := range append(append([]string(nil), policy.Credentials...), darwinCredentials...) {
-			secret(filepath.Join(h, c), h != p.Home)
+			secret(filepath.Join(h, c), h != p.Home, owner)
 		}
 	}
 	for _, s := range append(append([]string(nil), policy.SystemSecrets...), darwinSystemSecrets...) {
-		secret(s, true)
+		secret(s, true, 0)
 	}
 	return st
 }

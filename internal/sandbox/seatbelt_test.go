@@ -703,3 +703,27 @@ func TestSeatbeltArgs(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestSeatbeltCredentialLinkOwners: a credential that is a symbolic link
+// is hidden where it leads when what is there is the home owner's, and
+// not where it is another's: a user's ~/.ssh pointing at /usr must not
+// hide /usr from every command.
+func TestSeatbeltCredentialLinkOwners(t *testing.T) {
+	links := map[string]string{"/Users/v/.ssh": "/usr", "/Users/v/.aws": "/Users/v/dot/aws"}
+	p := &policy.Policy{Workspace: "/Users/me/ws", Home: "/Users/me", Grants: []policy.Grant{{Path: "/Users/me/ws", Writable: true, Dir: true}}}
+	fsys := newFakeFS("/Users/me/ws/", "/Users/v/.ssh@", "/Users/v/.aws@", "/Users/v/dot/aws/credentials", "/usr/bin/")
+	fsys.owners = map[string]int{"/Users/v": 501, "/Users/v/dot/aws": 501, "/usr": 0}
+	canon := fakeCanon(links)
+	st := planSeatbelt(p, "/usr/local/bin/nanosandbox-mcp", fsys, canon)
+	_, params := st.call("/private/var/folders/x/T/call-1", nil, nil, canon).render()
+	values := map[string]bool{}
+	for _, prm := range params {
+		values[prm.Value] = true
+	}
+	if !values["/Users/v/dot/aws"] {
+		t.Errorf("a credential link to its owner's file is not hidden where it leads: %q", params)
+	}
+	if values["/usr"] {
+		t.Errorf("a user's credential link hides /usr, another's: %q", params)
+	}
+}
