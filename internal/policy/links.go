@@ -33,6 +33,33 @@ var errMissing = errors.New("does not resolve")
 // the way that lies in one of dirs (linkIn), where the walk then stops,
 // as it does at a link that cannot be followed, which it also returns.
 func resolveIn(path string, dirs []string) (real, link string, err error) {
+	return ResolveWith(hostLinks{}, path, dirs)
+}
+
+// LinkFS is what [ResolveWith] asks of a filesystem: whether a path
+// exists and is a symbolic link (not following a final one), and a
+// link's target.
+type LinkFS interface {
+	Lstat(path string) (exists, dir, symlink bool)
+	Readlink(path string) (string, error)
+}
+
+// hostLinks is the host's filesystem, as a LinkFS.
+type hostLinks struct{}
+
+func (hostLinks) Lstat(path string) (exists, dir, symlink bool) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return false, false, false
+	}
+	return true, fi.IsDir(), fi.Mode()&os.ModeSymlink != 0
+}
+
+func (hostLinks) Readlink(path string) (string, error) { return os.Readlink(path) }
+
+// ResolveWith is resolveIn, asking fsys: the sandbox's planning resolves
+// through a filesystem that records its answers.
+func ResolveWith(fsys LinkFS, path string, dirs []string) (real, link string, err error) {
 	const maxLinks = 40
 	rest := strings.Split(filepath.Clean(path), "/")
 	cur := "/"
@@ -47,11 +74,11 @@ func resolveIn(path string, dirs []string) (real, link string, err error) {
 			continue
 		}
 		next := filepath.Join(cur, c)
-		fi, err := os.Lstat(next)
-		if err != nil {
+		exists, _, symlink := fsys.Lstat(next)
+		if !exists {
 			return "", "", errMissing
 		}
-		if fi.Mode()&os.ModeSymlink == 0 {
+		if !symlink {
 			cur = next
 			continue
 		}
@@ -63,7 +90,7 @@ func resolveIn(path string, dirs []string) (real, link string, err error) {
 		if links++; links > maxLinks {
 			return "", next, errMissing
 		}
-		to, err := os.Readlink(next)
+		to, err := fsys.Readlink(next)
 		if err != nil {
 			return "", next, errMissing
 		}

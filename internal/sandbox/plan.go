@@ -508,42 +508,8 @@ func (r *recordFS) Owner(path string) int {
 // what it names, with no symbolic link in it; false where nothing is
 // there (a missing element, a dangling or looping link).
 func resolveHost(fsys fsInfo, path string) (string, bool) {
-	const maxLinks = 40 // the kernel's
-	links := 0
-	done := "/"
-	rest := strings.Split(filepath.Clean(path), "/")
-	for len(rest) > 0 {
-		name := rest[0]
-		rest = rest[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			done = filepath.Dir(done)
-			continue
-		}
-		next := filepath.Join(done, name)
-		exists, _, symlink := fsys.Lstat(next)
-		if !exists {
-			return "", false
-		}
-		if !symlink {
-			done = next
-			continue
-		}
-		if links++; links > maxLinks {
-			return "", false
-		}
-		target, err := fsys.Readlink(next)
-		if err != nil || target == "" {
-			return "", false
-		}
-		if filepath.IsAbs(target) {
-			done = "/"
-		}
-		rest = append(strings.Split(target, "/"), rest...)
-	}
-	return done, true
+	real, _, err := policy.ResolveWith(fsys, path, nil)
+	return real, err == nil
 }
 
 // Aliases asks the recorded fsInfo, if it can tell (aliasFinder).
