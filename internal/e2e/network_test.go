@@ -42,15 +42,23 @@ type hostServer struct {
 // addr returns "127.0.0.1:PORT".
 func (s *hostServer) addr() string { return s.Listener.Addr().String() }
 
-// startHostServer starts a server whose / says hello and whose /big sends
-// 1 MiB.
+// startHostServer starts a server whose / says hello, whose /big sends
+// 1 MiB, and whose /slow sends 64 KiB in eight parts 100 ms apart.
 func startHostServer(t *testing.T, tls bool) *hostServer {
 	t.Helper()
 	s := &hostServer{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
-		if r.URL.Path == "/big" {
+		switch r.URL.Path {
+		case "/big":
 			w.Write(make([]byte, 1<<20))
+			return
+		case "/slow":
+			for range 8 {
+				w.Write(make([]byte, 8<<10))
+				w.(http.Flusher).Flush()
+				time.Sleep(100 * time.Millisecond)
+			}
 			return
 		}
 		fmt.Fprintln(w, "hello from the host")
@@ -186,11 +194,11 @@ func TestNetworkNothingListens(t *testing.T) {
 		t.Fatalf("true: %s", out.Error)
 	}
 	baseline := waitSockets(t, pid, -1)
-	// Each download is slowed to half a second, so that its connections
-	// are there when the server's sockets are looked at (every upstream
+	// Each download takes most of a second, so that its connections are
+	// there when the server's sockets are looked at (every upstream
 	// connection carries one request, and ends with it).
 	calls := s.callAsync(context.Background(), map[string]any{"command": "sh", "args": []string{"-c",
-		`for i in $(seq 5); do ` + noProxy + `--limit-rate 2M -o /dev/null http://` + listed.addr() + `/big & done; wait; sleep 1`}})
+		`for i in $(seq 5); do ` + noProxy + `-o /dev/null -w '%{http_code}\n' http://` + listed.addr() + `/slow & done; wait; sleep 1`}})
 	most := 0 // sockets the server held during the call
 	for done := false; !done; {
 		select {
@@ -198,8 +206,11 @@ func TestNetworkNothingListens(t *testing.T) {
 			if r.err != nil || r.res.IsError {
 				t.Fatalf("call: %v %s", r.err, text(r.res))
 			}
+			if got := strings.Count(decode(t, r.res).Stdout, "200\n"); got != 5 {
+				t.Errorf("%d of the 5 downloads through the proxy answered 200:\n%s", got, text(r.res))
+			}
 			done = true
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		}
 		if l := hostListeners(t, pid); len(l) > 0 {
 			t.Fatalf("the server listens on the host: %v", l)
