@@ -189,6 +189,11 @@ func (r *resolver) resolve(c candidate) []element {
 	// that name has one (remote.c, remote_get).
 	var remoteURLs, branchRemotes [][2]string
 	namedRemotes := map[string]bool{}
+	// Every remote a key defines (remote.NAME.fetch alone will do), with
+	// the file naming it: git takes a remote with no url by its name
+	// (remote.c, add_url_alias), which git fetch --all and git remote
+	// update fetch from, so "~/other" or "../../x" is a path.
+	var definedRemotes [][2]string
 	// Every submodule.*.url, with the file naming it: git submodule
 	// update clones from there, as git fetch fetches from a remote.
 	var submoduleURLs [][2]string
@@ -231,7 +236,15 @@ func (r *resolver) resolve(c candidate) []element {
 				if en.Name == "url" {
 					namedRemotes[en.Subsection] = true
 				}
-			case en.Section == "branch" && en.Subsection != "" && (en.Name == "remote" || en.Name == "pushremote") && en.HasValue:
+				definedRemotes = append(definedRemotes, [2]string{en.Subsection, path})
+			case en.Section == "remote" && en.Subsection != "":
+				definedRemotes = append(definedRemotes, [2]string{en.Subsection, path})
+			case en.Section == "branch" && en.Subsection != "" && (en.Name == "remote" || en.Name == "pushremote") && en.HasValue,
+				// The promisor remote git fetches missing objects from
+				// (git show, git log -p, git checkout), and the remote git
+				// push pushes to: names of remotes, or URLs, as above.
+				en.Section == "extensions" && en.Subsection == "" && en.Name == "partialclone" && en.HasValue,
+				en.Section == "remote" && en.Subsection == "" && en.Name == "pushdefault" && en.HasValue:
 				branchRemotes = append(branchRemotes, [2]string{en.Value, path})
 			case en.Section == "submodule" && en.Subsection != "" && en.Name == "url" && en.HasValue:
 				submoduleURLs = append(submoduleURLs, [2]string{en.Value, path})
@@ -256,7 +269,7 @@ func (r *resolver) resolve(c candidate) []element {
 	// where the user's git writes (checkout, restore, reset, stash) and
 	// deletes (clean): an element, as a redirection is, found through
 	// every symlink as git finds it, so that one swapped in later moves it.
-	for _, b := range branchRemotes {
+	for _, b := range append(branchRemotes, definedRemotes...) {
 		if !namedRemotes[b[0]] {
 			remoteURLs = append(remoteURLs, b)
 		}
@@ -606,7 +619,24 @@ func localURL(u string) (path, odd string) {
 		if err != nil {
 			return "", "its file URL does not decode"
 		}
-		return "/" + strings.TrimLeft(rest, "/"), ""
+		// The path starts at the first slash after the host, which git
+		// passes over (connect.c host_end, then strchr(end, '/')):
+		// file://localhost/x and file://anything/x are /x. A host in
+		// brackets ([::1], user@[::1]) ends at its "]".
+		start, end := 0, 0
+		if at := strings.Index(rest, "@["); at >= 0 {
+			start = at + 1
+		}
+		if strings.HasPrefix(rest[start:], "[") {
+			if j := strings.IndexByte(rest[start+1:], ']'); j >= 0 {
+				end = start + 1 + j
+			}
+		}
+		slash := strings.IndexByte(rest[end:], '/')
+		if slash < 0 {
+			return "", "" // no path: git fails
+		}
+		return rest[end+slash:], ""
 	}
 	colon, slash := strings.IndexByte(u, ':'), strings.IndexByte(u, '/')
 	if colon < 0 || slash >= 0 && slash < colon {

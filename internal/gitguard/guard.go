@@ -380,11 +380,13 @@ func (g *Guard) listContent(content []byte) listing {
 }
 
 // listPaths lists a config file for what it points at (include.path,
-// includeIf.*.path, core.hooksPath, core.worktree, remote.*.url and
-// pushurl, branch.*.remote and pushremote). Git spells every key out in the file: one whose content names
-// none of them points nowhere, and costs no run of git.
+// includeIf.*.path, core.hooksPath, core.worktree, every remote.* and
+// remote.pushDefault, branch.*.remote and pushremote,
+// extensions.partialClone). Git spells every key out in the file: one
+// whose content names none of them points nowhere, and costs no run of
+// git.
 func (g *Guard) listPaths(path string, id ident, content []byte) ([]entry, error) {
-	if !containsFold(content, "include") && !containsFold(content, "hookspath") && !containsFold(content, "worktree") && !containsFold(content, "url") && !containsFold(content, "remote") {
+	if !containsFold(content, "include") && !containsFold(content, "hookspath") && !containsFold(content, "worktree") && !containsFold(content, "url") && !containsFold(content, "remote") && !containsFold(content, "partialclone") {
 		return nil, nil
 	}
 	return g.listCached(path, id, content)

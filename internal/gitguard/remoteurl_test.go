@@ -2,6 +2,7 @@ package gitguard
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,6 +31,15 @@ func TestEndMovesRemoteURLsOutsideAside(t *testing.T) {
 			note: `which leads outside the writable roots`},
 		{name: "a file URL, percent-encoded", setup: otherRepo,
 			attack: made + `git -C sub remote add origin "file://$(cd .. && pwd)/home/%6fther.git"`,
+			dirs:   []string{"sub"}, user: push,
+			note: `moved sub/.git aside`},
+		// Git passes over a file URL's host: file://localhost/x is /x.
+		{name: "a file URL with a host", setup: otherRepo,
+			attack: made + `git -C sub remote add origin "file://localhost$(cd .. && pwd)/home/other.git"`,
+			dirs:   []string{"sub"}, user: push,
+			note: `moved sub/.git aside`},
+		{name: "a file URL with another host, percent-encoded", setup: otherRepo,
+			attack: made + `git -C sub remote add origin "file://example.com$(cd .. && pwd)/home/%6fther.git"`,
 			dirs:   []string{"sub"}, user: push,
 			note: `moved sub/.git aside`},
 		{name: "a relative path, without .git", setup: otherRepo,
@@ -124,6 +134,90 @@ git init -q n && git -C n remote add gh git@github.com:o/r.git && git -C n remot
 git -C mine commit -q --allow-empty -m m 2>/dev/null; true`)
 		if len(notes) != 0 {
 			t.Errorf("walk=%v: honest remotes were judged: %q", walk, notes)
+		}
+	}
+}
+
+// A remote with no url is taken by its name (remote.c add_url_alias): a
+// remote a fetch refspec alone defines, named with a path, is fetched
+// from by the user's git fetch --all; a promisor remote named with a path
+// (extensions.partialclone) is fetched from by git show of an object the
+// repository lacks. Either copies another repository of the user's, the
+// sandbox cannot read, into one the next call reads. Both are moved aside.
+func TestRemoteNamedByPath(t *testing.T) {
+	// The user's repository outside the roots, with a commit the next call
+	// must not read, at ../home/secret (../../home/secret from sub).
+	const secret = `s=$(cd .. && pwd)/home/secret && git init -q "$s" && git -C "$s" -c user.name=u -c user.email=u@x commit -q --allow-empty -m "the user's secret" && git -C "$s" rev-parse HEAD > ../secret-id`
+	const made = `git init -q sub && git -C sub -c user.name=a -c user.email=a@x commit -q --allow-empty -m s && `
+	for _, tt := range []struct {
+		name, attack string
+		user         []string // the user's step, in sub
+	}{
+		{"a remote defined by its fetch refspec", made + `git -C sub config remote.../../home/secret.fetch '+refs/heads/*:refs/remotes/leak/*'`,
+			[]string{"fetch", "-q", "--all"}},
+		{"a promisor remote", made + `git -C sub config core.repositoryformatversion 1 && git -C sub config extensions.partialclone ../../home/secret`,
+			[]string{"show", "-q", "SECRET"}},
+	} {
+		leaked := func(f *fixture) bool {
+			t.Helper()
+			id, err := os.ReadFile(filepath.Join(filepath.Dir(f.root), "secret-id"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string(nil), tt.user...)
+			for i, a := range args {
+				args[i] = strings.ReplaceAll(a, "SECRET", strings.TrimSpace(string(id)))
+			}
+			user := exec.Command(f.git, append([]string{"-C", filepath.Join(f.root, "sub")}, args...)...)
+			user.Env = f.env()
+			user.Run()
+			check := exec.Command(f.git, "-C", filepath.Join(f.root, "sub"), "cat-file", "-e", strings.TrimSpace(string(id)))
+			check.Env = f.env()
+			return check.Run() == nil
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			ctl := newFixture(t)
+			ctl.sh(secret)
+			ctl.sh(tt.attack)
+			if !leaked(ctl) {
+				t.Fatal("control: the user's git did not copy the secret in; the attack tests nothing")
+			}
+			for _, walk := range []bool{false, true} {
+				f := newFixture(t)
+				f.walk = walk
+				f.sh(secret)
+				f.start()
+				notes := f.call(tt.attack)
+				if leaked(f) {
+					t.Errorf("walk=%v: the user's git copied the secret in; notes %q", walk, notes)
+				}
+				if !strings.Contains(strings.Join(notes, "\n"), "moved sub/.git aside") {
+					t.Errorf("walk=%v: notes %q", walk, notes)
+				}
+			}
+		})
+	}
+}
+
+// TestLocalURLHost: a file URL's path starts after its host, which git
+// passes over (connect.c parse_connect_url), as the guard does.
+func TestLocalURLHost(t *testing.T) {
+	for _, tt := range []struct{ url, path string }{
+		{"file:///srv/x.git", "/srv/x.git"},
+		{"file://localhost/srv/x.git", "/srv/x.git"},
+		{"file://example.com/srv/x.git", "/srv/x.git"},
+		{"file://[::1]/srv/x.git", "/srv/x.git"},
+		{"file://user@[::1]/srv/x.git", "/srv/x.git"},
+		{"file://[::1/]/srv/x.git", "/srv/x.git"},
+		{"file://localhost%2Fsrv/x.git", "/srv/x.git"},
+		{"file://localhost", ""},
+		{"/srv/x.git", "/srv/x.git"},
+		{"../x", "../x"},
+		{"https://example.com/x.git", ""},
+		{"host:x.git", ""},
+	} {
+		if got, odd := localURL(tt.url); got != tt.path || odd != "" {
+			t.Errorf("localURL(%q) = %q, %q; want %q", tt.url, got, odd, tt.path)
 		}
 	}
 }
