@@ -52,3 +52,21 @@ func TestMountWatch(t *testing.T) {
 		t.Error("no watch says the table is as it was")
 	}
 }
+
+// TestMountWatchRead checks that a table longer than the buffer is read
+// whole, the buffer grown.
+func TestMountWatchRead(t *testing.T) {
+	w := watchMounts()
+	if w == nil {
+		t.Fatal("/proc/self/mountinfo cannot be opened")
+	}
+	w.buf = make([]byte, 16)
+	got, err := w.read()
+	want, _ := os.ReadFile("/proc/self/mountinfo")
+	if err != nil || string(got) != string(want) {
+		t.Errorf("read %q, %v; want %q", got, err, want)
+	}
+	if w.changed() {
+		t.Error("the table read in parts reads as changed")
+	}
+}

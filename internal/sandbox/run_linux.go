@@ -135,16 +135,17 @@ const freshPlan = 50 * time.Millisecond
 // one, kept for the calls after.
 func (s *linuxSandbox) currentPlan() (*staticPlan, error) {
 	old := s.static.Load()
-	moved := s.mounts.changed()
-	if made := s.planMade.Swap(0); made != 0 && time.Since(time.Unix(0, made)) < freshPlan && !moved {
+	if made := s.planMade.Swap(0); made != 0 && time.Since(time.Unix(0, made)) < freshPlan {
 		// Made moments ago by prepare, for this first call (a one-shot
-		// command's, a server's dry run): asking again would cover only
-		// those moments, no more than the moments after the check,
-		// before the mounts, which nothing covers. Every later call asks.
+		// command's, a server's dry run): asking again, the mount table
+		// too, would cover only those moments, no more than the moments
+		// after the check, before the mounts, which nothing covers. Every
+		// later call asks. (A mount table changed meanwhile is seen by
+		// the next call: prepare read it before planning.)
 		return old, nil
 	}
 	var sp *staticPlan
-	if moved {
+	if s.mounts.changed() {
 		// Another alias, maybe: planned again from the table as it is.
 		s.mountGen.Add(1)
 		n := planStatic(s.pol, hostFS{})
