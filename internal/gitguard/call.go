@@ -396,6 +396,13 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		switch {
 		case e.odd == oddCommon:
 			why = "its " + g.name(e) + " " + strings.TrimPrefix(oddCommon, "it ") + ", where the links the user's own git would write through, outside the sandbox, are not looked for"
+		case strings.HasPrefix(e.odd, oddInTree):
+			what := "git directory " + g.show(e.tree+"/"+e.treeRel)
+			if e.role == roleCommondir {
+				what = "common directory " + g.show(e.tree+"/"+e.treeRel) + " (its commondir names it)"
+			}
+			why = "its " + what + " lies in the work tree " + g.show(e.tree) + ", not below a .git directory, where the user's own git checkout, merge, pull or reset writes what a branch holds: hooks or config a commit carries there would run outside the sandbox"
+			said = true
 		case e.odd != "":
 			g.logf("git guard: %s: %s", e.path, e.odd)
 			why = "its " + g.name(e) + " cannot be read safely, so what it does is unknown"

@@ -78,6 +78,9 @@ type element struct {
 	// names it: what is moved aside when the work tree must not be used
 	// (git worktree repair and prune read every such file).
 	from string
+	// tree is, for a git directory or common dir in a work tree (oddInTree),
+	// that work tree, and treeRel its path there.
+	tree, treeRel string
 }
 
 // candidate is a place where git finds a repository: entry is dir/.git (of
@@ -342,6 +345,35 @@ func (r *resolver) resolve(c candidate) []element {
 			}
 		}
 	}
+	// A git directory, or the common dir holding its config and hooks,
+	// that lies in a work tree other than below a .git is one the user's
+	// own git writes into when it checks out, merges or resets: a branch
+	// holding ".meta/hooks/post-checkout" puts a hook there, which git
+	// runs at once. Git refuses to write a path with a .git component,
+	// and only that. The work trees: the repository's own (a bare one has
+	// none but what core.worktree names) and every one above it.
+	own := worktrees
+	if c.bare && len(coreWorktrees) == 0 {
+		own = nil
+	}
+	for i := range out {
+		var dir string
+		switch out[i].role {
+		case roleGitdir:
+			dir = gitdir
+		case roleCommondir:
+			if common == gitdir {
+				continue
+			}
+			dir = common
+		default:
+			continue
+		}
+		if wt, rel, ok := inWorkTree(dir, own, c.bare); ok && out[i].odd == "" {
+			out[i].odd = oddInTree + " " + wt + " (as " + rel + ")"
+			out[i].tree, out[i].treeRel = wt, rel
+		}
+	}
 	for _, name := range opStateDirs {
 		out = append(out, opStateDir(filepath.Join(gitdir, name)))
 	}
@@ -365,6 +397,50 @@ func (r *resolver) resolve(c candidate) []element {
 // git directory. Git itself only ever names one that holds HEAD too: the
 // main git directory of a linked worktree, a bare repository.
 const oddCommon = "it names a directory that is not a whole git directory (HEAD, objects/ and refs/)"
+
+// oddInTree begins the oddity of a git directory or common dir that lies
+// in a work tree where git writes into it; the work tree follows.
+const oddInTree = "it lies, not below a .git directory, in the work tree"
+
+// inWorkTree reports the work tree, of own or of a repository above dir
+// (a directory holding a .git entry), that dir lies in with no ".git"
+// component on the way (git's verify_path refuses to write below one, in
+// any case), and dir's path from it. For a bare repository, only own: one
+// in another's work tree (a local remote an agent made to push to) is a
+// danger only once the user's git pushes to it after checking out a
+// branch that wrote its hooks, as running any program a branch holds is.
+func inWorkTree(dir string, own []string, bare bool) (string, string, bool) {
+	check := func(wt string) (string, bool) {
+		rel, err := filepath.Rel(wt, dir)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			return "", false
+		}
+		for _, c := range strings.Split(rel, "/") {
+			if strings.EqualFold(c, ".git") {
+				return "", false
+			}
+		}
+		return rel, true
+	}
+	for _, wt := range own {
+		if rel, ok := check(wt); ok {
+			return wt, rel, true
+		}
+	}
+	if bare {
+		return "", "", false
+	}
+	for a := filepath.Dir(dir); ; a = filepath.Dir(a) {
+		if id, err := lstatIdent(filepath.Join(a, ".git")); err == nil && id.exists() {
+			if rel, ok := check(a); ok {
+				return a, rel, true
+			}
+		}
+		if a == "/" {
+			return "", "", false
+		}
+	}
+}
 
 // watchedAsGitdir reports whether the finders take the directory at path,
 // by its own entries or its name, for a git directory (withGitdir).
