@@ -427,8 +427,10 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		case e.role == roleRerere && e.id.exists() && e.id.Sum != emptySum && g.trustedVersion(cand, e, newCand).id.Sum != e.id.Sum:
 			why = "its " + g.name(e) + " was made or changed by a call: it names the files the user's own git commit (or git rerere) would read and write, wherever the names lead, outside the sandbox too; the conflicts of a merge made in a call are not remembered by rerere"
 		case e.role == roleLauncher && e.id.exists():
-			why = "its " + g.name(e) + " is what npx -y nanosandbox-mcp runs, started there (npx prefers a package in the directory's node_modules): the user's next start of this server would run it outside the sandbox"
-			said = true
+			if w := launcherRisk(e); w != "" {
+				why = "its " + g.name(e) + " " + w + ": the user's next start of this server would run it outside the sandbox"
+				said = true
+			}
 		case e.role == roleAlternates && e.id.exists():
 			if w := g.judgeAlternates(e); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
