@@ -24,9 +24,13 @@ func TestEscapeLauncherInputs(t *testing.T) {
 		start              func(e *env, pkg string) []string
 	}{
 		{"an .npmrc with node-options", `printf 'require("fs").writeFileSync(%s, "ran")\n' "'$MARK'" > .evil.js && echo "node-options=--require $PWD/.evil.js" > .npmrc`, ".npmrc", "npx",
-			func(e *env, pkg string) []string { return []string{"npx", "-y", "--offline", "--package=" + pkg, "stand-in"} }},
+			func(e *env, pkg string) []string {
+				return []string{"npx", "-y", "--offline", "--package=" + pkg, "stand-in"}
+			}},
 		{"a package.json with a nanosandbox-mcp program", `mkdir -p bin && printf '#!/bin/sh\ntouch %s\n' "$MARK" > bin/x && chmod +x bin/x && echo '{"name":"app","version":"1.0.0","bin":{"nanosandbox-mcp":"bin/x"}}' > package.json`, "package.json", "npx",
-			func(e *env, pkg string) []string { return []string{"npx", "-y", "--offline", "nanosandbox-mcp", "--version"} }},
+			func(e *env, pkg string) []string {
+				return []string{"npx", "-y", "--offline", "nanosandbox-mcp", "--version"}
+			}},
 		{"a nanosandbox_mcp module", `printf 'open(%s, "w").write("ran")\n' "'$MARK'" > nanosandbox_mcp.py`, "nanosandbox_mcp.py", "python3",
 			func(e *env, pkg string) []string { return []string{"python3", "-m", "nanosandbox_mcp", "--version"} }},
 	} {
