@@ -292,6 +292,16 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 			if owner < 0 || fsys.Owner(real) != owner {
 				return
 			}
+			// Nor where the sandbox mounts its own: /proc/PID of the
+			// server's, a user's /proc/self, is no path in the sandbox's
+			// proc, and a mask there failed every call of every server
+			// that reads that home (any user's, in /home). No credential
+			// lives in /proc, /sys or /dev.
+			for _, d := range []string{"/proc", "/sys", "/dev"} {
+				if policy.Within(real, d) {
+					return
+				}
+			}
 			if _, asked := aliases[real]; !once && !asked {
 				if aliases == nil {
 					aliases = map[string][]alias{}
@@ -325,7 +335,7 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		}
 		aliasSeen[path] = true
 		if dir {
-			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: path, Dir: true, Mode: 0o700})
+			sp.ops = append(sp.ops, mountOp{Kind: opHide, Path: path, Dir: true, Mode: credentialHideMode})
 		} else {
 			sp.ops = append(sp.ops, mountOp{Kind: opMask, Path: path})
 		}
@@ -504,6 +514,10 @@ func (r *recordFS) Owner(path string) int {
 	return uid
 }
 
+// credentialHideMode is the mode of the empty directory hiding a
+// credential directory, which tells its hide from the others.
+const credentialHideMode = 0o700
+
 // resolveHost resolves path as the kernel would, asking fsys: the path of
 // what it names, with no symbolic link in it; false where nothing is
 // there (a missing element, a dangling or looping link).
@@ -645,11 +659,7 @@ func planCall(p *policy.Policy, sp staticPlan, git []mountOp, fsys fsInfo) []mou
 	}
 	carve = append(carve, git...)
 	pinned := map[string]bool{}
-	for _, c := range carve {
-		root := rootAbove(sp.writable, c.Path)
-		if root == "" {
-			continue
-		}
+	pin := func(c mountOp, root string) {
 		for d := filepath.Dir(c.Path); d != root && policy.Within(d, root); d = filepath.Dir(d) {
 			if readOnlyBetween(sp.ops, root, filepath.Join(d, "x")) {
 				// A read-only tree of the sandbox's own holds d (the
@@ -663,7 +673,27 @@ func planCall(p *policy.Policy, sp staticPlan, git []mountOp, fsys fsInfo) []mou
 				ops = append(ops, mountOp{Kind: opPin, Path: d, Dir: true, Make: makesBelow(p, sp.ops, d)})
 			}
 		}
+	}
+	for _, c := range carve {
+		root := rootAbove(sp.writable, c.Path)
+		if root == "" {
+			continue
+		}
+		pin(c, root)
 		ops = append(ops, c)
+	}
+	// A credential masked inside a writable root (a dotfiles workspace
+	// that ~/.pypirc leads into, a --writable ~/.config holding gh's
+	// token) is masked by its path: a directory above it renamed in one
+	// call (mv pypi pypi2) would leave it at a path the next call's plan
+	// does not mask. Pinned as the carve-outs are.
+	for _, o := range sp.ops {
+		if o.Kind != opMask && !(o.Kind == opHide && o.Mode == credentialHideMode) {
+			continue
+		}
+		if root := rootAbove(sp.writable, o.Path); root != "" {
+			pin(o, root)
+		}
 	}
 	sortOps(ops)
 	return ops
