@@ -145,6 +145,19 @@ func (f *flags) setFlag(fl *pflag.Flag, value string) error {
 			hint: fmt.Sprintf("give it one: --%s VALUE ... -- CMD [ARG...]", fl.Name),
 		}
 	}
+	kind := fl.Value.Type()
+	if _, twice := f.typed[fl.Name]; twice && !strings.HasSuffix(kind, "Array") && !strings.HasSuffix(kind, "Slice") && kind != "bool" {
+		return &usageError{
+			msg:  fmt.Sprintf("--%s is given twice (%q, then %q)", fl.Name, f.typed[fl.Name], value),
+			hint: fmt.Sprintf("give --%s once", fl.Name),
+		}
+	}
+	if value == "" && (fl.Name == "read-only" || fl.Name == "writable" || fl.Name == "workspace") {
+		return &usageError{
+			msg:  fmt.Sprintf("--%s is given an empty path", fl.Name),
+			hint: fmt.Sprintf("name a directory or file: --%s PATH", fl.Name),
+		}
+	}
 	f.typed[fl.Name] = value
 	return f.set.Set(fl.Name, value)
 }

@@ -64,3 +64,34 @@ func TestRenamedFlags(t *testing.T) {
 		t.Errorf("got exit %d, stderr %q; want exit %d, stderr %q", code, stderr.String(), exitUsage, want)
 	}
 }
+
+// TestFlagGivenTwiceOrEmpty: a flag that takes one value, given twice, is
+// refused rather than decided by the last (a client config with two
+// --workspace flags must not run commands in the one it did not mean), as
+// is an empty path; repeatable flags and switches stay repeatable.
+func TestFlagGivenTwiceOrEmpty(t *testing.T) {
+	ws := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string // "" for no refusal of this kind
+	}{
+		{[]string{"--workspace", ws, "--workspace", ws + "/x"}, "--workspace is given twice"},
+		{[]string{"--workspace", ws, "--timeout", "5", "--timeout=6"}, "--timeout is given twice"},
+		{[]string{"--workspace", ws, "--read-only", ""}, "--read-only is given an empty path"},
+		{[]string{"--workspace", ws, "--writable="}, "--writable is given an empty path"},
+		{[]string{"--workspace", ""}, "--workspace is given an empty path"},
+		{[]string{"--workspace", ws, "--read-only", "/usr", "--read-only", "/etc", "--version"}, ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), "test", tt.args, strings.NewReader(""), &stdout, &stderr)
+		if tt.want == "" {
+			if code != exitOK {
+				t.Errorf("%q: exit %d, stderr %q", tt.args, code, stderr.String())
+			}
+			continue
+		}
+		if code != exitUsage || !strings.Contains(stderr.String(), "error: "+tt.want) || !strings.Contains(stderr.String(), "hint: ") || stdout.Len() != 0 {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q", tt.args, code, stderr.String(), tt.want)
+		}
+	}
+}

@@ -26,6 +26,9 @@ func decodeInput(raw json.RawMessage) (runCommandInput, error) {
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return in, &policy.Denial{Reason: "arguments are not a JSON object", Hint: "send an object with command, and optionally args and stdin"}
 	}
+	if k := duplicateKey(raw); k != "" {
+		return in, &policy.Denial{Reason: fmt.Sprintf("argument %q is given twice", k), Hint: "give each of command, args and stdin once: a client that shows one of them would approve another"}
+	}
 	var unknown []string
 	for k := range fields {
 		if !slices.Contains(inputKeys, k) {
@@ -71,6 +74,32 @@ func decodeInput(raw json.RawMessage) (runCommandInput, error) {
 		in.Stdin = &v
 	}
 	return in, nil
+}
+
+// duplicateKey returns a key the object raw (valid JSON) holds twice at
+// its top, or "". Go's decoder, as most, keeps the last of them.
+func duplicateKey(raw json.RawMessage) string {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := d.Token(); err != nil { // {
+		return ""
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		k, _ := tok.(string)
+		if seen[k] {
+			return k
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if d.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

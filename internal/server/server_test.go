@@ -354,3 +354,22 @@ func TestOfflineNote(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateArguments: a key given twice is refused, not decided by the
+// last one (a client showing the first would approve another command).
+func TestDuplicateArguments(t *testing.T) {
+	for _, raw := range []string{
+		`{"command":"echo","command":"id"}`,
+		`{"command":"ls","args":["-l"],"args":["/"]}`,
+		`{"command":"cat","stdin":"a","stdin":"b"}`,
+		`{"command":"ls","comm\u0061nd":"id"}`,
+	} {
+		_, err := decodeInput(json.RawMessage(raw))
+		if err == nil || !strings.Contains(err.Error(), "given twice") {
+			t.Errorf("decodeInput(%s) = %v, want a refusal of the key given twice", raw, err)
+		}
+	}
+	if _, err := decodeInput(json.RawMessage(`{"command":"ls","args":[{"a":1,"a":2}]}`)); err == nil || strings.Contains(err.Error(), "twice") {
+		t.Errorf("a nested object: %v, want only the args refusal", err)
+	}
+}
