@@ -472,6 +472,14 @@ func fileEntries(from, to string) error {
 func runGit(git, name, dir string, env []string, stdin io.Reader, stdout io.Writer, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
 	defer cancel()
+	// No transport, ever: a repository a call made can be a partial
+	// clone whose promisor remote git fetches a missing object from
+	// (read-tree HEAD of a tree that is not there), which sent the host
+	// to a URL the command chose, its path holding what the command
+	// read. Extensions cannot be overridden with -c; every protocol can
+	// be refused (lazy fetches too), and newer gits skip them outright.
+	args = append([]string{"-c", "protocol.allow=never"}, args...)
+	env = append(env[:len(env):len(env)], "GIT_NO_LAZY_FETCH=1")
 	cmd := exec.CommandContext(ctx, git, args...)
 	if runtime.GOOS == "linux" {
 		// What git reads here a command wrote: an index, or a tree that
