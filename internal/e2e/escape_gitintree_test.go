@@ -151,3 +151,60 @@ echo layouts-ok`, false, []string{"tree/.git", "meta/HEAD"}},
 		})
 	}
 }
+
+// A work tree a call's repository names (core.worktree) that is the
+// user's git directory: the user's checkout in that repository writes
+// hooks/post-commit into the user's own hooks (from the eleventh git
+// red-team round). Moved aside; the control sees the user's next commit
+// run it.
+func TestEscapeWorkTreeInGitdir(t *testing.T) {
+	const attack = `set -e
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.com GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.com
+git init -q lib
+git -C lib config core.worktree ../../.git
+git -C lib commit -q --allow-empty -m init
+b=$(printf '#!/bin/sh\n%s\n' "$PWN" | git -C lib hash-object -w --stdin)
+export GIT_INDEX_FILE=$HOME/i
+git -C lib read-tree HEAD
+git -C lib update-index --add --cacheinfo 100755,$b,hooks/post-commit
+git -C lib branch v2 $(git -C lib commit-tree -p HEAD -m v2 $(git -C lib write-tree))`
+	ran := func(e *env) bool {
+		t.Helper()
+		os.Remove(e.pwned())
+		e.gitTry("-C", filepath.Join(e.ws, "lib"), "checkout", "-q", "v2")
+		e.gitTry("-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "user")
+		_, err := os.Lstat(e.pwned())
+		return err == nil
+	}
+	t.Run("control", func(t *testing.T) {
+		e := plantEnv(t)
+		e.gitRepo()
+		e.hostSh(e.expand(attack))
+		if !ran(e) {
+			t.Fatal("planted on the host, the user's checkout and commit ran nothing: the attack tests nothing")
+		}
+	})
+	t.Run("one-shot", func(t *testing.T) {
+		e := plantEnv(t)
+		e.gitRepo()
+		_, stderr, _ := e.sh(e.expand(attack))
+		if ran(e) {
+			t.Errorf("the user's commit ran what the call planted\nstderr: %s", stderr)
+		}
+		if !strings.Contains(stderr, "moved lib/.git aside") {
+			t.Errorf("no note of lib/.git moved aside:\n%s", stderr)
+		}
+	})
+	t.Run("server", func(t *testing.T) {
+		e := plantEnv(t)
+		e.gitRepo()
+		s := e.serve()
+		res, _ := s.sh(t, e.expand(attack))
+		if ran(e) {
+			t.Errorf("the user's commit ran what the call planted\n%s", text(res))
+		}
+		if !strings.Contains(text(res), "moved lib/.git aside") {
+			t.Errorf("no note of lib/.git moved aside:\n%s", text(res))
+		}
+	})
+}

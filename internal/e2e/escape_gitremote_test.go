@@ -27,6 +27,8 @@ func TestEscapeGitRemoteSpellings(t *testing.T) {
 			[]string{"push", "-q", "origin", "HEAD:refs/heads/planted"}, true},
 		{"a file URL with another host, fetched from", `git init -q sub && git -C sub commit -q --allow-empty -m s && git -C sub remote add origin "file://example.com$OTHER" && git -C sub config remote.origin.fetch '+refs/heads/*:refs/remotes/origin/*'`,
 			[]string{"fetch", "-q", "origin"}, false},
+		{"a relative URL taken from the work tree core.worktree moves, fetched from", `git init -q sub && git -C sub commit -q --allow-empty -m s && git -C sub config core.worktree ../.. && git -C sub remote add origin ../other`,
+			[]string{"fetch", "-q", "origin"}, false},
 		{"a remote that is only a name, fetched from", `git init -q sub && git -C sub commit -q --allow-empty -m s && git -C sub config remote.../../other.fetch '+refs/heads/*:refs/remotes/leak/*'`,
 			[]string{"fetch", "-q", "--all"}, false},
 	} {

@@ -396,6 +396,9 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		switch {
 		case e.odd == oddCommon:
 			why = "its " + g.name(e) + " " + strings.TrimPrefix(oddCommon, "it ") + ", where the links the user's own git would write through, outside the sandbox, are not looked for"
+		case e.odd == oddTreeInGitdir:
+			why = "its " + g.name(e) + " is, or lies in, the git directory " + g.show(e.tree) + ", where the user's own git checkout or reset there writes what a branch holds (hooks/pre-commit, config) into that repository's hooks and config, which its git would run outside the sandbox"
+			said = true
 		case strings.HasPrefix(e.odd, oddInTree):
 			what := "git directory " + g.show(e.tree+"/"+e.treeRel)
 			if e.role == roleCommondir {

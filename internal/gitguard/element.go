@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -277,15 +278,26 @@ func (r *resolver) resolve(c candidate) []element {
 			remoteURLs = append(remoteURLs, b)
 		}
 	}
-	for _, u := range remoteURLs {
-		out = append(out, r.remoteURL(u[0], u[1], worktree)...)
+	// A relative one is taken from where git runs: the top of the work
+	// tree, which core.worktree moves (each value is judged, as for
+	// core.hooksPath), or a bare repository's own directory.
+	tops := []string{worktree}
+	for _, v := range coreWorktrees {
+		if p, err := canonical(under(gitdir, v)); err == nil && !slices.Contains(tops, p) {
+			tops = append(tops, p)
+		}
 	}
-	// Git submodule update takes a relative one from the top of the work
-	// tree too (it clones from there).
-	for _, u := range submoduleURLs {
-		for _, e := range r.remoteURL(u[0], u[1], worktree) {
-			e.submodule = true
-			out = append(out, e)
+	for _, top := range tops {
+		for _, u := range remoteURLs {
+			out = append(out, r.remoteURL(u[0], u[1], top)...)
+		}
+		// Git submodule update takes a relative one from the top of the
+		// work tree too (it clones from there).
+		for _, u := range submoduleURLs {
+			for _, e := range r.remoteURL(u[0], u[1], top) {
+				e.submodule = true
+				out = append(out, e)
+			}
 		}
 	}
 	worktrees := []string{worktree}
@@ -314,6 +326,8 @@ func (r *resolver) resolve(c candidate) []element {
 			wt.id = ident{Kind: id.Kind, Dev: id.Dev, Ino: id.Ino}
 			if err != nil {
 				wt.odd = err.Error()
+			} else if g := gitdirHolding(p); g != "" {
+				wt.odd, wt.tree = oddTreeInGitdir, g
 			}
 		}
 		out = append(out, wt)
@@ -401,6 +415,24 @@ const oddCommon = "it names a directory that is not a whole git directory (HEAD,
 // oddInTree begins the oddity of a git directory or common dir that lies
 // in a work tree where git writes into it; the work tree follows.
 const oddInTree = "it lies, not below a .git directory, in the work tree"
+
+// oddTreeInGitdir is the oddity of a work tree that is, or lies in, a git
+// directory: a checkout there writes the git directory's hooks and
+// config (hooks/pre-commit is a path git writes, there).
+const oddTreeInGitdir = "it is, or lies in, a git directory"
+
+// gitdirHolding returns the git directory (a .git, or a directory the
+// finders take for one) that dir is or lies in, or "".
+func gitdirHolding(dir string) string {
+	for a := dir; ; a = filepath.Dir(a) {
+		if strings.EqualFold(filepath.Base(a), ".git") || watchedAsGitdir(a) {
+			return a
+		}
+		if a == "/" {
+			return ""
+		}
+	}
+}
 
 // inWorkTree reports the work tree, of own or of a repository above dir
 // (a directory holding a .git entry), that dir lies in with no ".git"
@@ -770,6 +802,8 @@ func linkedWorktree(gitdir string) (element, bool) {
 	e.id = ident{Kind: wid.Kind, Dev: wid.Dev, Ino: wid.Ino}
 	if err != nil {
 		e.odd = err.Error()
+	} else if g := gitdirHolding(wt); g != "" {
+		e.odd, e.tree = oddTreeInGitdir, g
 	}
 	return e, true
 }
