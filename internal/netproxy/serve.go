@@ -235,6 +235,12 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 	}
 	req.Host = req.URL.Host
 	upgrade := upgradeOf(req.Header)
+	if req.ContentLength != 0 || len(req.TransferEncoding) > 0 {
+		// A switch would leave the body's reader and the tunnel's reading
+		// the client at once; RFC 9110 lets a server ignore Upgrade, and a
+		// websocket's request has no body: the request goes as a plain one.
+		upgrade = ""
+	}
 	removeHopHeaders(req.Header)
 	req.Close = upgrade == ""
 	if upgrade != "" {
@@ -293,6 +299,11 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 		fmt.Fprintf(c, "HTTP/1.1 101 %s\r\n", http.StatusText(http.StatusSwitchingProtocols))
 		resp.Header.Write(c)
 		if _, err := io.WriteString(c, "\r\n"); err != nil {
+			return false
+		}
+		// The request, which has no body, is written whole before the
+		// tunnel writes after it.
+		if err := <-wrote; err != nil {
 			return false
 		}
 		pipe(c, br, up, ubr)

@@ -204,3 +204,78 @@ func TestAnswerBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeWithBody: a request to switch protocols that has a body goes
+// as a plain request (the body's reader and a tunnel would read the
+// client at once), and a destination that switches anyway gets the
+// client a 502, not a tunnel.
+func TestUpgradeWithBody(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	upgrades := make(chan string, 10)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				upgrades <- req.Header.Get("Upgrade") + "|" + req.Header.Get("Connection")
+				// It switches before it reads the body, whatever was asked.
+				io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+				io.Copy(io.Discard, req.Body)
+			}()
+		}
+	}()
+	r := start(t, &Proxy{Allow: hosts(t, l.Addr().String())})
+	for _, tt := range []struct{ name, header string }{
+		{"with a length", "Content-Length: 100000000\r\n"},
+		{"chunked", "Transfer-Encoding: chunked\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", r.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(c, "POST http://%s/ HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n%s\r\n", l.Addr(), tt.header)
+			// The client goes on writing its body while the answer comes.
+			go func() {
+				chunk := []byte(strings.Repeat("x", 4093))
+				if strings.Contains(tt.header, "chunked") {
+					chunk = []byte(fmt.Sprintf("%x\r\n%s\r\n", len(chunk), chunk))
+				}
+				for range 2000 {
+					if _, err := c.Write(chunk); err != nil {
+						return
+					}
+				}
+			}()
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != http.StatusBadGateway {
+				t.Fatalf("got %v %v, want 502", resp, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(b), "switched to a protocol the request did not ask for") {
+				t.Errorf("got %q", b)
+			}
+			select {
+			case got := <-upgrades:
+				if got != "|close" {
+					t.Errorf("the destination got Upgrade|Connection %q, want none and close", got)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("the destination got no request")
+			}
+		})
+	}
+}
