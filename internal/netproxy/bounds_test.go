@@ -14,7 +14,7 @@ import (
 )
 
 // TestHeaderFlood: a request whose headers never end is cut off at
-// maxHeaderBytes, and 64 such connections leave the proxy's heap about as
+// maxHeaderLines (or maxHeaderBytes), and 64 such connections leave the proxy's heap about as
 // it was (with Go's default of 1 MiB each held some 10 MiB: 2.7 GB for
 // 256 of them, outside every limit of the command's).
 func TestHeaderFlood(t *testing.T) {

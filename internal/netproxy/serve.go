@@ -90,12 +90,58 @@ func (p *Proxy) accept(ctx context.Context, l net.Listener) error {
 }
 
 const (
-	// maxResponseHeaderBytes bounds the headers of an answer a
-	// destination sends, all of its interim ones with it; maxInterim
+	// maxResponseHeaderBytes and maxHeaderLines bound the header block of
+	// an answer a destination sends, each interim one on its own, and of a
+	// request (whose bytes maxHeaderBytes bounds): a block of tiny lines
+	// costs a parser's map and strings many times its size, and 256
+	// connections of a 1 MiB block held over 2 GB of the server's memory.
+	// Package registries send a few KiB and a few dozen lines. maxInterim
 	// bounds how many interim (1xx) answers come before the answer.
-	maxResponseHeaderBytes = 1 << 20
+	maxResponseHeaderBytes = 64 << 10
+	maxHeaderLines         = 256
 	maxInterim             = 8
 )
+
+var (
+	errHeadBytes = errors.New("header block too long")
+	errHeadLines = errors.New("too many header lines")
+)
+
+// checkHead looks at the header block at the start of br (a start line,
+// header lines, an empty line) before a parser holds any of it: it fails
+// with errHeadBytes if the block is over maxBytes, which br's buffer must
+// exceed, and with errHeadLines if it has over maxLines header lines. The
+// lines are counted in the block, not in what br read beyond it. An error
+// of br's is returned, for the parser to meet again; an empty start line is
+// left to the parser to refuse.
+func checkHead(br *bufio.Reader, maxBytes, maxLines int) error {
+	n, start, lines := 0, 0, -1 // bytes looked at, where the line starts, header lines (the start line is none)
+	for {
+		b, err := br.Peek(max(br.Buffered(), n+1))
+		for ; n < len(b); n++ {
+			if b[n] != '\n' {
+				continue
+			}
+			line := b[start:n]
+			start = n + 1
+			if len(line) == 0 || len(line) == 1 && line[0] == '\r' {
+				if n+1 > maxBytes {
+					return errHeadBytes
+				}
+				return nil
+			}
+			if lines++; lines > maxLines {
+				return errHeadLines
+			}
+		}
+		if n >= maxBytes {
+			return errHeadBytes
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
 
 // headerLimit is the reader under a client connection's buffer: it ends
 // (hit) after n bytes, which bounds a request's line and headers; the
@@ -125,15 +171,21 @@ func (p *Proxy) serveConn(ctx context.Context, c net.Conn) {
 	// As net/http's server: the headers' bound, and some room for what a
 	// buffer reads beyond them.
 	lim := &headerLimit{r: c}
-	br := bufio.NewReader(lim)
+	br := bufio.NewReaderSize(lim, maxHeaderBytes+4096)
 	for {
 		lim.n, lim.hit = maxHeaderBytes+4096, false
 		c.SetReadDeadline(time.Now().Add(readHeaderTimeout))
-		req, err := http.ReadRequest(br)
+		err := checkHead(br, maxHeaderBytes, maxHeaderLines)
+		var req *http.Request
+		if err != errHeadBytes && err != errHeadLines {
+			req, err = http.ReadRequest(br)
+		}
 		if err != nil {
 			var ne net.Error
 			switch {
-			case lim.hit:
+			case err == errHeadLines:
+				reply(c, http.StatusRequestHeaderFieldsTooLarge, "nanosandbox-mcp: the request has over "+strconv.Itoa(maxHeaderLines)+" header lines")
+			case err == errHeadBytes, lim.hit:
 				reply(c, http.StatusRequestHeaderFieldsTooLarge, "nanosandbox-mcp: the request's headers are over "+strconv.Itoa(maxHeaderBytes>>10)+" KiB")
 			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.As(err, &ne) && ne.Timeout():
 				// the client is gone, or sent nothing in time
@@ -261,11 +313,19 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 	}
 	wrote := make(chan error, 1)
 	go func() { wrote <- req.Write(up) }()
-	// The answer's headers are bounded as a request's are (and as
-	// net/http's client bounds them), and so are the interim answers.
-	ulim := &headerLimit{r: up, n: maxResponseHeaderBytes}
-	ubr := bufio.NewReader(ulim)
-	resp, err := http.ReadResponse(ubr, req)
+	// The answer's headers are bounded as a request's are, and so is each
+	// interim answer's, and their number.
+	ubr := bufio.NewReaderSize(up, maxResponseHeaderBytes+4096)
+	readAnswer := func() (*http.Response, error) {
+		switch err := checkHead(ubr, maxResponseHeaderBytes, maxHeaderLines); err {
+		case errHeadBytes:
+			return nil, fmt.Errorf("headers over %d KiB", maxResponseHeaderBytes>>10)
+		case errHeadLines:
+			return nil, fmt.Errorf("over %d header lines", maxHeaderLines)
+		}
+		return http.ReadResponse(ubr, req)
+	}
+	resp, err := readAnswer()
 	for interim := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; interim++ {
 		if interim == maxInterim {
 			err = errors.New("too many interim answers")
@@ -277,16 +337,12 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 			resp.Header.Write(c)
 			io.WriteString(c, "\r\n")
 		}
-		resp, err = http.ReadResponse(ubr, req)
-	}
-	if ulim.hit {
-		err = fmt.Errorf("headers over %d KiB", maxResponseHeaderBytes>>10)
+		resp, err = readAnswer()
 	}
 	if err != nil {
 		p.fail(ctx, c, fmt.Errorf("no answer from %s: %w", joinHostPort(host, port), err))
 		return false
 	}
-	ulim.n = math.MaxInt64
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		if upgrade == "" || !strings.EqualFold(upgradeOf(resp.Header), upgrade) {

@@ -168,40 +168,127 @@ func TestBadHeaders(t *testing.T) {
 	}
 }
 
-// TestAnswerBounds: a destination that sends headers without end, or
-// interim answers without end, gets the client a 502, not the server's
-// memory.
+// TestAnswerBounds: a destination that sends headers without end, a
+// header block over 64 KiB, one of over 256 lines, or interim answers
+// without end, gets the client a 502, not the server's memory.
 func TestAnswerBounds(t *testing.T) {
+	lines := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "X-%x: b\r\n", i)
+		}
+		return b.String()
+	}
 	for _, tt := range []struct{ name, first, repeat, want string }{
-		{"endless headers", "HTTP/1.1 200 OK\r\n", "X-A: b\r\n", "headers over 1024 KiB"},
+		{"endless headers", "HTTP/1.1 200 OK\r\n", "X-A: b\r\n", "over 256 header lines"},
+		{"long header lines", "HTTP/1.1 200 OK\r\n", "X-A: " + strings.Repeat("b", 1000) + "\r\n", "headers over 64 KiB"},
+		{"257 header lines", "HTTP/1.1 200 OK\r\n" + lines(257) + "Content-Length: 0\r\n\r\n", "", "over 256 header lines"},
+		{"an interim answer of 257 lines", "HTTP/1.1 103 Early Hints\r\n" + lines(257) + "\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "", "over 256 header lines"},
 		{"endless interim answers", "", "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n", "too many interim answers"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
+			addr := answering(t, tt.first, tt.repeat)
+			r := start(t, &Proxy{Allow: hosts(t, addr)})
+			code, got, err := get(t, r.client(nil), "http://"+addr+"/")
+			if code != 502 || !strings.Contains(got, tt.want) {
+				t.Errorf("got %d %q %v, want 502 %q", code, got, err, tt.want)
 			}
-			defer l.Close()
+		})
+	}
+}
+
+// TestAnswerWithinBounds: 256 header lines pass, in the answer and in each
+// of its interim answers, and the lines counted are the header block's,
+// not those of a body read with it.
+func TestAnswerWithinBounds(t *testing.T) {
+	var hdr strings.Builder
+	for i := range 255 {
+		fmt.Fprintf(&hdr, "X-%x: b\r\n", i)
+	}
+	nl := strings.Repeat("\n", 100000)
+	interim := "HTTP/1.1 103 Early Hints\r\n" + hdr.String() + "Link: </a>\r\n\r\n"
+	addr := answering(t, strings.Repeat(interim, maxInterim)+"HTTP/1.1 200 OK\r\n"+hdr.String()+fmt.Sprintf("Content-Length: %d\r\n\r\n", len(nl))+nl, "")
+	r := start(t, &Proxy{Allow: hosts(t, addr)})
+	code, got, err := get(t, r.client(nil), "http://"+addr+"/")
+	if code != 200 || got != nl {
+		t.Errorf("got %d, %d bytes, %v; want 200 and the body", code, len(got), err)
+	}
+}
+
+// answering serves, to each connection's request, first and then repeat
+// a thousand times a thousand, or until the connection ends.
+func answering(t *testing.T, first, repeat string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
 			go func() {
-				c, err := l.Accept()
-				if err != nil {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
 					return
 				}
-				defer c.Close()
-				io.WriteString(c, tt.first)
-				chunk := strings.Repeat(tt.repeat, 1000)
-				for range 1000 { // some 8 to 40 MB, or until the proxy hangs up
+				io.WriteString(c, first)
+				if repeat == "" {
+					io.Copy(io.Discard, c)
+					return
+				}
+				chunk := strings.Repeat(repeat, 1000)
+				for range 1000 { // some 8 MB to 1 GB, or until the proxy hangs up
 					if _, err := io.WriteString(c, chunk); err != nil {
 						return
 					}
 				}
 			}()
-			r := start(t, &Proxy{Allow: hosts(t, l.Addr().String())})
-			code, got, err := get(t, r.client(nil), "http://"+l.Addr().String()+"/")
-			if code != 502 || !strings.Contains(got, tt.want) {
-				t.Errorf("got %d %q %v, want 502 %q", code, got, err, tt.want)
-			}
-		})
+		}
+	}()
+	return l.Addr().String()
+}
+
+// TestRequestHeaderLines: a request of 256 header lines is forwarded, with
+// a body of many lines read with it; one of 257 lines gets 431.
+func TestRequestHeaderLines(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%d headers, %d bytes", len(r.Header), n)
+	}))
+	defer up.Close()
+	r := start(t, &Proxy{Allow: hosts(t, "127.0.0.1:"+port(t, up.URL))})
+	nl := strings.Repeat("\n", 100000)
+	for _, tt := range []struct {
+		lines int
+		want  string
+	}{
+		{256, "HTTP/1.1 200"},
+		{257, "HTTP/1.1 431"},
+	} {
+		var b strings.Builder
+		fmt.Fprintf(&b, "POST %s/ HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n", up.URL, len(nl))
+		for i := range tt.lines - 3 {
+			fmt.Fprintf(&b, "X-%x: b\r\n", i)
+		}
+		b.WriteString("\r\n" + nl)
+		c, err := net.Dial("tcp", r.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, b.String())
+		out, _ := io.ReadAll(c)
+		c.Close()
+		if !strings.HasPrefix(string(out), tt.want) {
+			t.Errorf("%d lines: got %.200q, want %s", tt.lines, out, tt.want)
+		}
+		if tt.lines == 256 && !strings.HasSuffix(string(out), fmt.Sprintf("%d bytes", len(nl))) {
+			t.Errorf("256 lines: got %.300q, want the body whole", out)
+		}
 	}
 }
 
