@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -70,47 +71,81 @@ func TestRefusalsBounded(t *testing.T) {
 	}
 }
 
-// TestOwnAddressRefused: a name a pattern admits that resolves to one of
-// this machine's own addresses is refused, whatever kind the address is
-// (a public one on an interface reaches services bound to every address).
-func TestOwnAddressRefused(t *testing.T) {
-	var own netip.Addr
-	for _, a := range ownAddrs() {
-		if internal(a) == "" {
-			own = a
-			break
-		}
-	}
-	if !own.IsValid() {
-		t.Skip("needs an interface with a public address (this machine has only loopback or private ones)")
-	}
-	dialed := false
+// TestOwnNetworkRefused: a name a pattern admits that resolves to one of
+// this machine's own addresses, or into a network one of its interfaces
+// is on, is refused, whatever kind the address is (a public one on an
+// interface reaches services bound to every address; a neighbour on the
+// LAN's global IPv6 /64 is no firewall away); a name listed exactly is
+// not, and an address outside those networks is dialled.
+func TestOwnNetworkRefused(t *testing.T) {
+	var mu sync.Mutex
+	var dialed []string
 	r := start(t, &Proxy{
-		Allow:  hosts(t, "*.own.test"),
-		Lookup: lookupTable(map[string][]string{"a.own.test": {own.String()}}),
-		Dial: func(context.Context, string, string) (net.Conn, error) {
-			dialed = true
+		Allow: hosts(t, "*.own.test", "exact.own.test"),
+		Lookup: lookupTable(map[string][]string{
+			"self.own.test":  {"93.184.0.10"},
+			"gw.own.test":    {"93.184.0.1"},
+			"nas.own.test":   {"2a02:6b8:1:2::99"},
+			"far.own.test":   {"93.184.1.1"},
+			"exact.own.test": {"93.184.0.1"},
+		}),
+		Dial: func(_ context.Context, _, addr string) (net.Conn, error) {
+			mu.Lock()
+			dialed = append(dialed, addr)
+			mu.Unlock()
 			return nil, fmt.Errorf("no")
 		},
+		interfaces: func() []ifaceNet {
+			return []ifaceNet{
+				{"lo", netip.MustParsePrefix("127.0.0.1/8")},
+				{"eth0", netip.MustParsePrefix("93.184.0.10/24")},
+				{"eth0", netip.MustParsePrefix("2a02:6b8:1:2::10/64")},
+			}
+		},
 	})
-	code, body, err := get(t, r.client(nil), "http://a.own.test/")
-	if code != 403 || !strings.Contains(body, "resolves to "+own.String()+", an address of this machine's own") {
-		t.Errorf("got %d %q %v, want refused as this machine's own", code, body, err)
+	for _, tt := range []struct {
+		host string
+		code int
+		want string
+	}{
+		{"self.own.test", 403, "resolves to 93.184.0.10, an address of this machine's own"},
+		{"gw.own.test", 403, "resolves to 93.184.0.1, on this machine's own network (eth0 93.184.0.0/24)"},
+		{"nas.own.test", 403, "resolves to 2a02:6b8:1:2::99, on this machine's own network (eth0 2a02:6b8:1:2::/64)"},
+		{"far.own.test", 502, "cannot connect to far.own.test:80"},
+		{"exact.own.test", 502, "cannot connect to exact.own.test:80"},
+	} {
+		code, body, err := get(t, r.client(nil), "http://"+tt.host+"/")
+		if code != tt.code || !strings.Contains(body, tt.want) {
+			t.Errorf("%s: got %d %q %v, want %d %q", tt.host, code, body, err, tt.code, tt.want)
+		}
 	}
-	if dialed {
-		t.Error("this machine's own address was dialled")
+	if want := []string{"93.184.1.1:80", "93.184.0.1:80"}; strings.Join(dialed, " ") != strings.Join(want, " ") {
+		t.Errorf("dialled %v, want %v", dialed, want)
 	}
+}
+
+// TestInterfaceNets: this machine's interfaces are listed with their
+// networks, not their addresses alone: loopback's is 127.0.0.1/8.
+func TestInterfaceNets(t *testing.T) {
+	nets := interfaceNets()
+	for _, n := range nets {
+		if n.addr == netip.MustParsePrefix("127.0.0.1/8") && n.iface != "" {
+			return
+		}
+	}
+	t.Errorf("no 127.0.0.1/8 in %v", nets)
 }
 
 // TestSpecialRanges: ranges that never lead to the internet are not
 // public.
 func TestSpecialRanges(t *testing.T) {
-	for _, a := range []string{"198.18.0.1", "198.19.255.254", "192.0.0.170", "::7f00:1", "::a00:1"} {
+	for _, a := range []string{"198.18.0.1", "198.19.255.254", "192.0.0.170", "::7f00:1", "::a00:1",
+		"192.0.2.1", "198.51.100.7", "203.0.113.80", "2001:db8::1", "3fff::1", "100::1", "2001:2::1"} {
 		if internal(netip.MustParseAddr(a)) == "" {
 			t.Errorf("%s is taken for a public address", a)
 		}
 	}
-	for _, a := range []string{"198.20.0.1", "192.0.1.1", "8.8.8.8", "2606:4700::1111"} {
+	for _, a := range []string{"198.20.0.1", "192.0.1.1", "8.8.8.8", "2606:4700::1111", "203.0.114.1", "2001:db9::1", "100:0:0:1::1", "2001:3::1"} {
 		if k := internal(netip.MustParseAddr(a)); k != "" {
 			t.Errorf("%s is taken for %s", a, k)
 		}

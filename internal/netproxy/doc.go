@@ -12,10 +12,14 @@
 // writers, not its Server or Transport (serve.go).
 //
 // It resolves names itself and dials the address it checked, never the
-// name again, so a destination that resolves to a loopback, link-local or
-// private address is refused unless the user listed that exact host
-// (policy.Host.Internal): a DNS answer cannot turn an allowed name into the
-// host's own services (DNS rebinding). A refused request gets an immediate
+// name again, so a destination that resolves to a loopback, link-local,
+// private or unrouted (documentation, discard) address, to an address of
+// this machine's, or into a network one of its interfaces is on (the
+// LAN's neighbours, on its global IPv6 /64 too) is refused unless the user
+// listed that exact host (policy.Host.Internal): a DNS answer cannot turn
+// a name a pattern or a preset allows into the host's own services or its
+// network's (DNS rebinding). A name or an address listed exactly is
+// reached wherever it leads: the user named it. A refused request gets an immediate
 // 403 whose status line and body name the host and the --allow-net value
 // that would allow it, and [Proxy.Refused] lists the refusals of the call
 // for its result ([Note]).

@@ -1,6 +1,7 @@
 package netproxy
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 )
@@ -16,24 +17,74 @@ var (
 	benchmark   = netip.MustParsePrefix("198.18.0.0/15") // network benchmarks: a lab's, never the internet's
 	protocol    = netip.MustParsePrefix("192.0.0.0/24")  // IETF assignments (NAT64 discovery, DS-Lite)
 	v4Compat    = netip.MustParsePrefix("::/96")         // deprecated IPv4-compatible addresses
+	// Documentation and discard ranges are not routed on the internet:
+	// where one is reachable, it is somebody's own network.
+	unrouted = []netip.Prefix{
+		netip.MustParsePrefix("192.0.2.0/24"),    // TEST-NET-1
+		netip.MustParsePrefix("198.51.100.0/24"), // TEST-NET-2
+		netip.MustParsePrefix("203.0.113.0/24"),  // TEST-NET-3
+		netip.MustParsePrefix("2001:db8::/32"),   // documentation
+		netip.MustParsePrefix("3fff::/20"),       // documentation (RFC 9637)
+		netip.MustParsePrefix("100::/64"),        // discard-only
+		netip.MustParsePrefix("2001:2::/48"),     // benchmarking, as 198.18.0.0/15
+	}
 )
 
-// ownAddrs lists the addresses of this machine's interfaces: a name a
-// pattern admits must not lead to the machine itself, whatever kind of
-// address it has (a public one on eth0 reaches services bound to every
-// address). Empty if they cannot be listed.
-func ownAddrs() []netip.Addr {
-	as, err := net.InterfaceAddrs()
-	out := []netip.Addr{}
+// ifaceNet is an address of one of this machine's interfaces, with the
+// network the interface is on.
+type ifaceNet struct {
+	iface string       // "eth0"
+	addr  netip.Prefix // 192.0.2.2/24
+}
+
+// interfaceNets lists the addresses of this machine's interfaces and their
+// networks. Empty if they cannot be listed.
+func interfaceNets() []ifaceNet {
+	out := []ifaceNet{}
+	ifs, err := net.Interfaces()
 	if err != nil {
 		return out
 	}
-	for _, a := range as {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, p.Addr().Unmap())
+	for _, i := range ifs {
+		as, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range as {
+			p, err := netip.ParsePrefix(a.String())
+			if err != nil {
+				continue
+			}
+			if p.Addr().Is4In6() {
+				p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+			}
+			out = append(out, ifaceNet{iface: i.Name, addr: p})
 		}
 	}
 	return out
+}
+
+// own says how a leads to this machine or to a network it is on, by the
+// addresses and networks of its interfaces (nets): a name a pattern admits
+// must lead to neither, whatever kind of address it has (a public one on
+// eth0 reaches services bound to every address, and a neighbour in eth0's
+// network, a router or a printer on the LAN's global IPv6 /64, is no
+// firewall away). Every network an interface is on counts, however wide:
+// an interface that claims much of the internet has this refuse it, and
+// the refusal names it. Empty if a is neither.
+func own(nets []ifaceNet, a netip.Addr) string {
+	a = a.Unmap()
+	for _, n := range nets {
+		if n.addr.Addr() == a {
+			return "an address of this machine's own"
+		}
+	}
+	for _, n := range nets {
+		if n.addr.Contains(a) {
+			return fmt.Sprintf("on this machine's own network (%s %s)", n.iface, n.addr.Masked())
+		}
+	}
+	return ""
 }
 
 // internal says what kind of address a is, when it leads to the host
@@ -64,6 +115,11 @@ func internal(a netip.Addr) string {
 	case !a.IsValid(), a.IsUnspecified(), a.IsMulticast(), thisNetwork.Contains(a), sharedSpace.Contains(a), reserved.Contains(a),
 		benchmark.Contains(a), protocol.Contains(a), v4Compat.Contains(a):
 		return "non-public"
+	}
+	for _, p := range unrouted {
+		if p.Contains(a) {
+			return "non-public"
+		}
 	}
 	return ""
 }

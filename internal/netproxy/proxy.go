@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +50,10 @@ type Proxy struct {
 	// Dial connects to an address ("192.0.2.1:443") that Serve checked.
 	// If nil, a net.Dialer with a timeout of dialTimeout is used.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+
+	// interfaces lists this machine's interface addresses and networks;
+	// if nil, interfaceNets does.
+	interfaces func() []ifaceNet
 
 	mu       sync.Mutex
 	closed   bool
@@ -169,23 +172,10 @@ func (p *Proxy) open(ctx context.Context, host string, port int) (net.Conn, erro
 			return nil, fmt.Errorf("cannot resolve %s from the host: %w", host, err)
 		}
 	}
-	if !rule.Internal() {
-		var own []netip.Addr // this machine's, asked once a name needs it
-		for _, a := range addrs {
-			what := ""
-			if kind := internal(a); kind != "" {
-				what = "a " + kind + " address"
-			} else {
-				if own == nil {
-					own = ownAddrs()
-				}
-				if slices.Contains(own, a.Unmap()) {
-					what = "an address of this machine's own"
-				}
-			}
-			if what != "" {
-				return nil, p.refuse(host, port, fmt.Sprintf("resolves to %s, %s; only a host listed by its exact name may", a.Unmap(), what))
-			}
+	check := p.addrCheck()
+	for _, a := range addrs {
+		if what := check(rule, a); what != "" {
+			return nil, p.refuse(host, port, fmt.Sprintf("resolves to %s, %s; only a host listed by its exact name may", a.Unmap(), what))
 		}
 	}
 	dial := p.Dial
@@ -204,6 +194,31 @@ func (p *Proxy) open(ctx context.Context, host string, port int) (net.Conn, erro
 		}
 	}
 	return nil, fmt.Errorf("cannot connect to %s from the host: %w", joinHostPort(host, port), errors.Join(errs...))
+}
+
+// addrCheck returns a function that says why an address may not be
+// reached through a rule: unless the user listed the host exactly, it is
+// neither of a kind that leads to the host or to a network it sits on, nor
+// this machine's own or on a network of its interfaces (listed once, when
+// an address needs it). Empty if it may.
+func (p *Proxy) addrCheck() func(rule policy.Host, a netip.Addr) string {
+	var nets []ifaceNet
+	return func(rule policy.Host, a netip.Addr) string {
+		if rule.Internal() {
+			return ""
+		}
+		if kind := internal(a); kind != "" {
+			return "a " + kind + " address"
+		}
+		if nets == nil {
+			list := p.interfaces
+			if list == nil {
+				list = interfaceNets
+			}
+			nets = list()
+		}
+		return own(nets, a)
+	}
 }
 
 // pipe copies both ways between the client (read through fromClient,

@@ -251,7 +251,7 @@ func TestRebinding(t *testing.T) {
 	p := port(t, up.URL)
 	lookup := lookupTable(map[string][]string{
 		"a.rebind.test":     {"127.0.0.1"},
-		"b.rebind.test":     {"203.0.113.7", "10.1.2.3"},
+		"b.rebind.test":     {"93.184.215.14", "10.1.2.3"},
 		"c.rebind.test":     {"::ffff:192.168.1.1"},
 		"d.rebind.test":     {"169.254.169.254"},
 		"e.rebind.test":     {"64:ff9b::a00:1"},

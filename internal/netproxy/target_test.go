@@ -104,7 +104,7 @@ func TestInternal(t *testing.T) {
 		{"2002:c0a8:101::1", "private"},
 		{"2002:808:808::1", ""},
 		{"8.8.8.8", ""},
-		{"203.0.113.80", ""},
+		{"93.184.215.14", ""},
 		{"2001:4860:4860::8888", ""},
 		{"172.32.0.1", ""},
 	} {
@@ -161,12 +161,12 @@ func FuzzRequest(f *testing.F) {
 		Allow: []policy.Host{{Name: "allowed.test", Port: 80}},
 		Lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
 			if host == "allowed.test" {
-				return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
+				return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
 			}
-			return []netip.Addr{netip.MustParseAddr("192.0.2.66")}, nil
+			return []netip.Addr{netip.MustParseAddr("93.184.215.66")}, nil
 		},
 		Dial: func(_ context.Context, _, addr string) (net.Conn, error) {
-			if addr != "192.0.2.1:80" {
+			if addr != "93.184.215.14:80" {
 				mu.Lock()
 				bad = append(bad, addr)
 				mu.Unlock()
