@@ -67,7 +67,9 @@ type Proxy struct {
 type Refusal struct {
 	Dest string // "example.com:443"
 	Why  string // "not in --allow-net", "resolves to 10.0.0.1, a private address"
-	// Allow is the --allow-net value that would allow Dest.
+	// Allow is the --allow-net value that would allow Dest. If empty, none
+	// would: the proxy refused what a tunnel to Dest carried (plain HTTP,
+	// an encrypted ClientHello), not where it led.
 	Allow string
 }
 
@@ -130,6 +132,11 @@ func (p *Proxy) refuse(host string, port int, why string) error {
 	case port == 443 && policy.PresetFor(host) != "":
 		r.Allow = policy.PresetFor(host)
 	}
+	return p.record(r)
+}
+
+// record records r and returns it as an error.
+func (p *Proxy) record(r Refusal) error {
 	p.mu.Lock()
 	if p.refused == nil {
 		p.refused = map[string]Refusal{}
@@ -146,11 +153,11 @@ func (p *Proxy) refuse(host string, port int, why string) error {
 }
 
 // open checks host and port against the allow-list, resolves host, checks
-// every address, and connects to one of them.
-func (p *Proxy) open(ctx context.Context, host string, port int) (net.Conn, error) {
+// every address, and connects to one of them, which it returns.
+func (p *Proxy) open(ctx context.Context, host string, port int) (net.Conn, netip.Addr, error) {
 	rule, ok := policy.MatchHost(p.Allow, host, port)
 	if !ok {
-		return nil, p.refuse(host, port, "not in --allow-net")
+		return nil, netip.Addr{}, p.refuse(host, port, "not in --allow-net")
 	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
@@ -169,13 +176,13 @@ func (p *Proxy) open(ctx context.Context, host string, port int) (net.Conn, erro
 			err = errors.New("no address")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cannot resolve %s from the host: %w", host, err)
+			return nil, netip.Addr{}, fmt.Errorf("cannot resolve %s from the host: %w", host, err)
 		}
 	}
 	check := p.addrCheck()
 	for _, a := range addrs {
 		if what := check(rule, a); what != "" {
-			return nil, p.refuse(host, port, fmt.Sprintf("resolves to %s, %s; only a host listed by its exact name may", a.Unmap(), what))
+			return nil, netip.Addr{}, p.refuse(host, port, fmt.Sprintf("resolves to %s, %s; only a host listed by its exact name may", a.Unmap(), what))
 		}
 	}
 	dial := p.Dial
@@ -186,14 +193,14 @@ func (p *Proxy) open(ctx context.Context, host string, port int) (net.Conn, erro
 	for _, a := range addrs {
 		c, err := dial(ctx, "tcp", netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
 		if err == nil {
-			return c, nil
+			return c, a.Unmap(), nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, fmt.Errorf("cannot connect to %s from the host: %w", joinHostPort(host, port), errors.Join(errs...))
+	return nil, netip.Addr{}, fmt.Errorf("cannot connect to %s from the host: %w", joinHostPort(host, port), errors.Join(errs...))
 }
 
 // addrCheck returns a function that says why an address may not be

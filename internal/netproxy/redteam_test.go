@@ -96,7 +96,8 @@ func (rt *redteam) checkDials(t *testing.T) {
 // TestRedteamSpellings: no spelling of a target (CONNECT authority or
 // absolute URL, userinfo, percent-encoding, IPv4-mapped IPv6, numeric
 // forms, zone ids, a Host header naming another host) reaches a port that
-// is not listed, while the listed one stays reachable under its aliases.
+// is not listed, while the listed one stays reachable under its aliases
+// (where a tunnel to it opens, the plain HTTP request in it is refused).
 func TestRedteamSpellings(t *testing.T) {
 	rt := newRedteam(t, nil)
 	L, U, lp, up := rt.listed, rt.unlisted, rt.lport, rt.uport
@@ -112,9 +113,9 @@ func TestRedteamSpellings(t *testing.T) {
 		want      string // the status line's start
 		listed    bool   // the listed upstream answers
 	}{
-		{"CONNECT listed", connect(L), "HTTP/1.1 200", true},
-		{"CONNECT listed, leading zero port", connect("127.0.0.1:0" + lp), "HTTP/1.1 200", true},
-		{"CONNECT listed as mapped IPv6", connect("[::ffff:7f00:1]:" + lp), "HTTP/1.1 200", true},
+		{"CONNECT listed", connect(L), "HTTP/1.1 200", false},
+		{"CONNECT listed, leading zero port", connect("127.0.0.1:0" + lp), "HTTP/1.1 200", false},
+		{"CONNECT listed as mapped IPv6", connect("[::ffff:7f00:1]:" + lp), "HTTP/1.1 200", false},
 		{"CONNECT unlisted port", connect(U), "HTTP/1.1 403", false},
 		{"CONNECT mapped IPv6", connect("[::ffff:127.0.0.1]:" + up), "HTTP/1.1 403", false},
 		{"CONNECT [::1]", connect("[::1]:" + up), "HTTP/1.1 403", false},
@@ -155,6 +156,9 @@ func TestRedteamSpellings(t *testing.T) {
 			}
 			if strings.Contains(out, "UNLISTED") {
 				t.Errorf("the unlisted upstream answered: %.200q", out)
+			}
+			if strings.HasPrefix(tt.req, "CONNECT") && strings.HasPrefix(out, "HTTP/1.1 200") && !strings.Contains(out, "HTTP/1.1 403 Forbidden\r\n") {
+				t.Errorf("the request in the tunnel was not refused: %.200q", out)
 			}
 			if tt.listed != strings.Contains(out, "LISTED") {
 				t.Errorf("listed upstream answered: %v, want %v: %.200q", !tt.listed, tt.listed, out)

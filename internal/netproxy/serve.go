@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/policy"
@@ -230,7 +231,7 @@ func (p *Proxy) connect(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 		reply(c, http.StatusBadRequest, "nanosandbox-mcp: bad CONNECT target "+strconv.Quote(req.URL.Host)+": "+err.Error())
 		return
 	}
-	up, err := p.open(ctx, host, port)
+	up, addr, err := p.open(ctx, host, port)
 	if err != nil {
 		p.fail(ctx, c, err)
 		return
@@ -243,7 +244,38 @@ func (p *Proxy) connect(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	pipe(c, br, up, up)
+	// What the destination sends reaches the client at once, for a
+	// protocol whose server speaks first; what the client sends is looked
+	// at first (tunnel.go), then passed on as it came.
+	var refusing atomic.Bool
+	toClient := make(chan struct{})
+	go func() {
+		io.Copy(c, up)
+		if !refusing.Load() {
+			closeWrite(c)
+		}
+		close(toClient)
+	}()
+	first := &firstBytes{r: br, buf: make([]byte, 0, maxFirstBytes)}
+	c.SetReadDeadline(time.Now().Add(helloTimeout))
+	refusal, err := p.inspect(first, host, port, addr)
+	c.SetReadDeadline(time.Time{})
+	if refusal != nil || err != nil {
+		refusing.Store(true)
+		up.Close()
+		c.SetWriteDeadline(time.Now()) // a copy to a client that reads no more
+		<-toClient
+		c.SetWriteDeadline(time.Time{})
+		if refusal != nil && ctx.Err() == nil {
+			c.Write(refusal.answer)
+		}
+		return
+	}
+	if _, err := up.Write(first.buf); err == nil {
+		io.Copy(up, br)
+	}
+	closeWrite(up)
+	<-toClient
 }
 
 // forward serves an absolute-form request, http:// only, on a connection
@@ -265,7 +297,7 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 		p.fail(ctx, c, p.refuse(host, port, "not in --allow-net"))
 		return false
 	}
-	up, err := p.open(ctx, host, port)
+	up, _, err := p.open(ctx, host, port)
 	if err != nil {
 		p.fail(ctx, c, err)
 		return false

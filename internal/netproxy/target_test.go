@@ -128,6 +128,13 @@ func TestNote(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+	tunnel := Refusal{Dest: "example.com:80", Why: "plain HTTP in a CONNECT tunnel; an http:// URL's request goes to the proxy without CONNECT"}
+	if got, want := Note([]Refusal{tunnel}, 0), "network: the sandbox refused example.com:80 (plain HTTP in a CONNECT tunnel; an http:// URL's request goes to the proxy without CONNECT)"; got != want {
+		t.Errorf("no flag would allow it: got  %q\nwant %q", got, want)
+	}
+	if got := Note([]Refusal{tunnel, {Dest: "a.test:443", Why: "not in --allow-net", Allow: "a.test"}}, 0); !strings.HasSuffix(got, "restart it with --allow-net a.test") {
+		t.Errorf("one flag would allow one: got %q", got)
+	}
 	var many []Refusal
 	for i := range 15 {
 		many = append(many, Refusal{Dest: "h" + string(rune('a'+i)) + ".test:443", Why: "not in --allow-net", Allow: "h.test"})
