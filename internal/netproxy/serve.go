@@ -409,12 +409,14 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 		return false
 	}
 	// The request's body is read to its end before the next request is:
-	// unless it was, the connection ends.
-	up.Close()
+	// unless it was, the connection ends. The destination may answer
+	// before the request is written whole: its connection is closed once
+	// the write ended, or gave up.
 	select {
 	case err := <-wrote:
 		return err == nil && !closeAfter
 	case <-time.After(50 * time.Millisecond):
+		up.Close()                         // a destination that reads no more
 		c.SetReadDeadline(time.Unix(1, 0)) // a body the client never finished
 		<-wrote
 		return false
