@@ -29,6 +29,10 @@ func TestEscapeGitRemoteSpellings(t *testing.T) {
 			[]string{"fetch", "-q", "origin"}, false},
 		{"a relative URL taken from the work tree core.worktree moves, fetched from", `git init -q sub && git -C sub commit -q --allow-empty -m s && git -C sub config core.worktree ../.. && git -C sub remote add origin ../other`,
 			[]string{"fetch", "-q", "origin"}, false},
+		{"a URL naming a .git file that leads outside, fetched from", `git init -q sub && git -C sub commit -q --allow-empty -m s && printf 'gitdir: %s/.git\n' "$OTHER" > peer && git -C sub remote add origin ../peer`,
+			[]string{"fetch", "-q", "origin"}, false},
+		{"a URL naming a .git file that leads outside, pushed to", `git init -q sub && git -C sub commit -q --allow-empty -m s && printf 'gitdir: %s.git\n' "$OTHER" > peer && git -C sub remote add origin ../peer`,
+			[]string{"push", "-q", "origin", "HEAD:refs/heads/planted"}, true},
 		{"a remote that is only a name, fetched from", `git init -q sub && git -C sub commit -q --allow-empty -m s && git -C sub config remote.../../other.fetch '+refs/heads/*:refs/remotes/leak/*'`,
 			[]string{"fetch", "-q", "--all"}, false},
 	} {

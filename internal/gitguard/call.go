@@ -485,7 +485,7 @@ func (g *Guard) judgeRemoteURL(cand candidate, e element, kind placeKind, newCan
 	}
 	if !newCand {
 		for _, t := range g.trusted[cand] {
-			if t.role == roleRemoteURL && t.raw == e.raw {
+			if t.role == roleRemoteURL && t.raw == e.raw && t.path == e.path {
 				return verdict{}, false
 			}
 		}

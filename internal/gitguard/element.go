@@ -699,10 +699,43 @@ func (r *resolver) remoteURL(u, from, top string) []element {
 			if err != nil {
 				e.odd = err.Error()
 			}
+			if id.isReg() {
+				// Git's local transport takes a file there for a .git
+				// file (enter_repo, read_gitfile): the repository is
+				// where it leads, judged as the URL is.
+				out = append(out, gitfileURL(c, raw, from))
+			}
 		}
 		out = append(out, e)
 	}
 	return out
+}
+
+// gitfileURL is the place a file at a remote's local URL leads git's
+// transport to when it reads as a .git file: an element judged as the
+// URL itself, odd where it cannot be read.
+func gitfileURL(file, raw, from string) element {
+	e := element{role: roleRemoteURL, path: file, raw: raw, from: from}
+	b, _, err := readRegular(file, maxGitfileBytes)
+	if err != nil {
+		e.odd = err.Error()
+		return e
+	}
+	if !bytes.HasPrefix(b, []byte("gitdir: ")) {
+		return element{role: roleRemoteURL, path: file, raw: raw, from: from}
+	}
+	target, err := parseGitfile(b, filepath.Dir(file))
+	if err != nil {
+		e.odd = err.Error()
+		return e
+	}
+	e.path = target
+	id, err := lstatIdent(target)
+	e.id = ident{Kind: id.Kind, Dev: id.Dev, Ino: id.Ino}
+	if err != nil {
+		e.odd = err.Error()
+	}
+	return e
 }
 
 // localURL returns the path a remote URL names when git takes it for a
