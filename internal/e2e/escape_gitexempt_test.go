@@ -61,3 +61,44 @@ func TestEscapeGitThroughWritableGrant(t *testing.T) {
 		}
 	})
 }
+
+// A repository a call makes in a --writable path inside the user's
+// repository, entered by the user's git status as a submodule through a
+// gitlink the call staged (from the eleventh git red-team round): judged
+// as any repository a call makes, its planted config moved aside. The
+// control sees the user's status run it.
+func TestEscapeGitExemptSubmodule(t *testing.T) {
+	const attack = `git init -q build/_x && git -C build/_x config core.fsmonitor "$PWN" &&
+git -C build/_x -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x && git add -f build/_x 2>/dev/null`
+	setup := func(e *env) []string {
+		e.gitRepo()
+		os.MkdirAll(filepath.Join(e.ws, "build"), 0o755)
+		e.own(filepath.Join(e.ws, "build"))
+		return []string{"--writable", filepath.Join(e.ws, "build")}
+	}
+	ran := func(e *env) bool {
+		os.Remove(e.pwned())
+		e.gitTry("status", "--short")
+		_, err := os.Lstat(e.pwned())
+		return err == nil
+	}
+	t.Run("control", func(t *testing.T) {
+		e := plantEnv(t)
+		setup(e)
+		e.hostSh(e.expand(attack))
+		if !ran(e) {
+			t.Fatal("planted on the host, the user's git status ran nothing: the attack tests nothing")
+		}
+	})
+	t.Run("one-shot", func(t *testing.T) {
+		e := plantEnv(t)
+		flags := setup(e)
+		_, stderr, _ := e.run(flags, "sh", "-c", e.expand(attack))
+		if ran(e) {
+			t.Errorf("the user's git status ran what the call planted\nstderr: %s", stderr)
+		}
+		if !strings.Contains(stderr, "moved build/_x/.git aside") {
+			t.Errorf("no note of build/_x/.git moved aside:\n%s", stderr)
+		}
+	})
+}

@@ -332,7 +332,10 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 	// made in a call elsewhere is judged whole, wherever its parts lie:
 	// the grant covers what is in it, not a redirection into it from the
 	// rest of the workspace, which the user's git obeys there.
-	if k, _, _ := g.place(cand.entry); k == exempt {
+	// But a repository a call made there inside the work tree of one
+	// that is judged: the user's git status there enters it as a
+	// submodule (a gitlink the call staged) and obeys its config.
+	if k, _, _ := g.place(cand.entry); k == exempt && !(newCand && g.inJudgedTree(cand)) {
 		return nil
 	}
 	var out []verdict
@@ -464,6 +467,22 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		out = append(out, verdict{why: why, el: e})
 	}
 	return out
+}
+
+// inJudgedTree reports whether a directory above cand's work tree, and
+// outside the grants made writable by name, holds a .git entry: cand lies
+// in a work tree whose git is judged.
+func (g *Guard) inJudgedTree(cand candidate) bool {
+	for a := filepath.Dir(filepath.Dir(cand.entry)); ; a = filepath.Dir(a) {
+		if k, _, _ := g.place(a); k != exempt {
+			if id, err := lstatIdent(filepath.Join(a, ".git")); err == nil && id.exists() {
+				return true
+			}
+		}
+		if a == "/" || a == "." {
+			return false
+		}
+	}
 }
 
 // judgeRemoteURL judges where a remote's local URL leads: into the
