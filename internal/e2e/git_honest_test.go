@@ -195,3 +195,31 @@ func TestGitStandInsInertForLibgit2(t *testing.T) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// A bare repository another tracks as test data (testdata/fix.git, as
+// libgit2's and go-git's fixtures are): no stand-in appears in it, which
+// git status would list and git add -A commit, and a checkout that
+// rewrites its config and hooks succeeds (from the eleventh git red-team
+// round).
+func TestGitTrackedBareFixture(t *testing.T) {
+	e := newEnv(t)
+	e.hostSh(`set -e
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.com GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.com
+git init -q -b main
+git init -q --bare testdata/fix.git
+echo k > testdata/fix.git/refs/heads/.keep && echo k > testdata/fix.git/objects/.keep
+git add -A && git commit -qm init && git checkout -qb other
+printf '[core]\n\tbare = true\n\trepositoryformatversion = 0\n' > testdata/fix.git/config
+echo '#!/bin/sh' > testdata/fix.git/hooks/pre-commit.sample
+git commit -qam other && git checkout -q main`)
+	out, stderr, code := e.sh(`git status --porcelain; echo ---; git checkout -q other && git status --porcelain && echo checked-out`)
+	if code != 0 || out != "---\nchecked-out\n" {
+		t.Errorf("status %d, stdout %q, want a clean status and checkout\nstderr: %s", code, out, stderr)
+	}
+	if strings.Contains(stderr, "aside") {
+		t.Errorf("the fixture was judged:\n%s", stderr)
+	}
+	if st, _ := e.gitTry("status", "--porcelain"); st != "" {
+		t.Errorf("the user's git status after the call: %q", st)
+	}
+}

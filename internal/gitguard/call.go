@@ -105,6 +105,14 @@ func (g *Guard) Begin() (*Call, error) {
 		if g.trusted[c] == nil {
 			continue // new, or changed while another call ran: judged when a call ends
 		}
+		if _, _, tracked := inWorkTree(c.entry, nil, false); c.bare && tracked {
+			// A bare repository in another's work tree is test data
+			// that repository tracks (testdata/x.git): its files are the
+			// work tree's, which a checkout rewrites and git status
+			// lists, so neither kept read-only nor given stand-ins. What
+			// a call changes in it is judged when the call ends.
+			continue
+		}
 		if len(prot) >= protectionBudget {
 			g.logf("git guard: more than %d paths to keep read-only; the rest are judged when calls end", protectionBudget)
 			break
@@ -423,6 +431,11 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				}
 			}
 		case e.role == roleHooks || e.role == roleHooksPath:
+			if _, _, tracked := inWorkTree(cand.entry, nil, false); cand.bare && tracked && e.role == roleHooks {
+				// Test data another repository tracks: a sample there is
+				// that repository's file, enabled by no one.
+				e.entries = slices.DeleteFunc(slices.Clone(e.entries), func(en dirEntry) bool { return strings.HasSuffix(en.name, ".sample") })
+			}
 			if w := judgeHooks(e, g.trustedVersion(cand, e, newCand).entries, g.samples); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
 			}
