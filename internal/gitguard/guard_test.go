@@ -176,6 +176,11 @@ func TestJudgeConfigAsksGit(t *testing.T) {
 		{"includeIf", "[includeIf \"gitdir:/\"]\n\tpath = /x\n", "it sets includeif.gitdir:/.path"},
 		{"legacy subsection", "[filter.X]\n\tclean = evil\n", "it sets filter.x.clean"},
 		{"an alias", "[alias]\n\tst = !evil\n", "it sets alias.st"},
+		{"push.default simple", "[push]\n\tdefault = simple\n", ""},
+		{"push.default matching", "[push]\n\tdefault = matching\n", "it sets push.default"},
+		{"a group-shared repository", "[core]\n\tsharedRepository = group\n", ""},
+		{"a world-writable repository", "[core]\n\tsharedRepository = 0777\n", "it sets core.sharedrepository"},
+		{"a repository shared with everybody", "[core]\n\tsharedRepository = everybody\n", "it sets core.sharedrepository"},
 		{"bad syntax", "[core\n", "git could not read it"},
 		{"a NUL byte hides nothing", "[core]\n\tbare = \x00\n\tfsmonitor = x\n", "it sets core.fsmonitor"},
 	} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ var plainKeys = map[string]bool{
 	"core.logallrefupdates": true, "core.ignorecase": true, "core.precomposeunicode": true,
 	"core.symlinks": true, "core.worktree": true, "core.autocrlf": true, "core.eol": true,
 	"core.safecrlf": true, "core.quotepath": true, "core.sparsecheckout": true,
-	"core.sparsecheckoutcone": true, "core.sharedrepository": true, "core.untrackedcache": true,
+	"core.sparsecheckoutcone": true, "core.untrackedcache": true,
 	"core.splitindex": true, "core.commitgraph": true, "core.multipackindex": true,
 	"core.compression": true, "core.loosecompression": true, "core.preloadindex": true,
 	"core.checkstat": true, "core.trustctime": true, "core.abbrev": true,
@@ -43,7 +44,7 @@ var plainKeys = map[string]bool{
 	"index.version":   true, "index.sparse": true, "index.skiphash": true,
 	"init.defaultbranch": true, "user.name": true, "user.email": true,
 	"pull.rebase": true, "pull.ff": true, "fetch.prune": true, "fetch.prunetags": true,
-	"fetch.writecommitgraph": true, "push.default": true, "push.autosetupremote": true,
+	"fetch.writecommitgraph": true, "push.autosetupremote": true,
 	"gc.auto": true, "receive.denynonfastforwards": true, "receive.denycurrentbranch": true,
 	"lfs.repositoryformatversion": true, "lfs.*.access": true,
 	"remote.*.url": true, "remote.*.pushurl": true, "remote.*.fetch": true,
@@ -97,7 +98,24 @@ func plainKey(e entry) bool {
 	if e.Subsection != "" {
 		name = e.Section + ".*." + e.Name
 	}
-	return plainKeys[name] || e.Subsection == "" && quietKeys[name] || quietSections[e.Section] || offSwitch(e)
+	return plainKeys[name] || e.Subsection == "" && quietKeys[name] || quietSections[e.Section] || offSwitch(e) || plainValue(e)
+}
+
+// plainValues are keys plain with some values only: push.default matching
+// pushes every branch of the same name the remote has, not the one the
+// user means; core.sharedRepository world (everybody, or a mode that lets
+// others write) has the user's git make its files writable by every
+// account, which can then plant hooks and config.
+var plainValues = map[string][]string{
+	"push.default":          {"simple", "current", "upstream", "tracking", "nothing"},
+	"core.sharedrepository": {"false", "umask", "0", "off", "no", "true", "group", "1", "on", "yes", "0600", "0640", "0660", "0644", "0664"},
+}
+
+// plainValue reports whether e is a key of plainValues set to a value of
+// its own.
+func plainValue(e entry) bool {
+	vals, ok := plainValues[e.Section+"."+e.Name]
+	return ok && e.Subsection == "" && e.HasValue && slices.Contains(vals, strings.ToLower(e.Value))
 }
 
 // offSwitch reports whether e turns off what its key would run: a
