@@ -59,6 +59,9 @@ func check(f *flags, caps sandbox.Capabilities, stdout, stderr io.Writer) int {
 	if c := sb.Caveats(); c != "" {
 		fmt.Fprintf(stdout, "weaker        %s\n", indent(c))
 	}
+	if pol.HomeGranted {
+		fmt.Fprintf(stdout, "credentials   masked by a list of %d paths in each home (internal/policy/hidden.go): a secret kept elsewhere in the home is readable; grant narrower paths where it holds one\n", len(policy.Credentials))
+	}
 	if pol.PrivateHome != "" {
 		fmt.Fprintf(stdout, "private home  %s (%s; %s homes lists them all)\n", pol.PrivateHome, policy.FormatSize(policy.HomeSize(pol.PrivateHome)), name)
 	}

@@ -234,6 +234,34 @@ func TestEscapeCredentials(t *testing.T) {
 	})
 }
 
+// Under --read-only ~ the credentials other tools keep, beside the ones
+// TestEscapeCredentials reads, are masked too: git's credential store at
+// its XDG place, podman's registry logins, Claude Code's token and the rest
+// a red-team round found readable.
+func TestEscapeCredentialsOfOtherTools(t *testing.T) {
+	e := newEnv(t)
+	files := []string{".config/git/credentials", ".claude/.credentials.json", ".config/containers/auth.json",
+		".config/sops/age/keys.txt", ".pgpass", ".vault-token", ".m2/settings.xml", ".gradle/gradle.properties",
+		".config/glab-cli/config.yml", ".fly/config.yml", ".config/rclone/rclone.conf", ".yarnrc.yml", ".config/op/config"}
+	for _, f := range files {
+		e.write(filepath.Join(e.home, f), "SECRET:"+f+" "+secretValue+"\n", 0o600)
+	}
+	e.write(filepath.Join(e.home, ".config/git/config"), "[user]\n\tname = shown\n", 0o644)
+	script := ""
+	for _, f := range files {
+		script += "cat ~/" + f + "; "
+	}
+	_, out := e.try([]string{"--read-only", e.home}, script+"cat ~/.config/git/config")
+	for _, f := range files {
+		if strings.Contains(out, "SECRET:"+f+" ") {
+			t.Errorf("~/%s is readable under --read-only ~", f)
+		}
+	}
+	if !strings.Contains(out, "name = shown") {
+		t.Errorf("~/.config/git/config beside the masked store does not read (the control):\n%s", out)
+	}
+}
+
 // mustDenyOrEmpty runs script and fails the test if it printed anything
 // while succeeding: a masked file reads as empty, a hidden one is missing.
 func (e *env) mustDenyOrEmpty(flags []string, script string) string {
