@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,56 @@ func TestHomeToolsRealPyenv(t *testing.T) {
 	out := e.mustAllow(nil, `python3 -V; pyenv version-name`)
 	if out != "pyenv's python3 -V\n3.99.0\n" {
 		t.Errorf("pyenv inside:\n%s", out)
+	}
+}
+
+// npm's global config, PREFIX/etc/npmrc, where npm login --location=global
+// writes its token, stays masked in the Node prefixes the home tools show
+// (an npm prefix in ~/.npm-global, each Node of nvm), also one written
+// while the server runs, in a Node that was there or one installed since.
+func TestHomeToolsCredentials(t *testing.T) {
+	e := newEnv(t)
+	h := e.home
+	script := func(path, body string) { e.write(filepath.Join(h, path), "#!/bin/sh\n"+body+"\n", 0o755) }
+	npmrc := func(path string) {
+		e.write(filepath.Join(h, path), "//registry.npmjs.org/:_authToken="+secretValue+"\n", 0o600)
+	}
+	script(".npm-global/bin/tl", `echo npm-ok`)
+	npmrc(".npm-global/etc/npmrc")
+	script(".nvm/versions/node/v20.1.0/bin/nd", `echo nvm-ok`)
+	npmrc(".nvm/versions/node/v20.1.0/etc/npmrc")
+	script(".nvm/versions/node/v18.0.0/bin/nd18", `echo nvm18-ok`)
+	for i, v := range e.vars {
+		if strings.HasPrefix(v, "PATH=") {
+			e.vars[i] = "PATH=" + h + "/.npm-global/bin:" + h + "/.nvm/versions/node/v20.1.0/bin:" + h + "/.nvm/versions/node/v18.0.0/bin:" + strings.TrimPrefix(v, "PATH=")
+		}
+	}
+	s := e.serve()
+	read := func(paths ...string) string {
+		t.Helper()
+		cmd := "tl; nd; nd18"
+		for _, p := range paths {
+			cmd += "; cat " + filepath.Join(h, p)
+		}
+		res, out := s.sh(t, cmd)
+		if !strings.HasPrefix(out.Stdout, "npm-ok\nnvm-ok\nnvm18-ok\n") {
+			t.Errorf("the tools do not run (the control):\n%s", text(res))
+		}
+		return text(res)
+	}
+	if got := read(".npm-global/etc/npmrc", ".nvm/versions/node/v20.1.0/etc/npmrc"); strings.Contains(got, secretValue) {
+		t.Errorf("a Node prefix's etc/npmrc was read:\n%s", got)
+	}
+	later := []string{".nvm/versions/node/v18.0.0/etc/npmrc"}
+	if runtime.GOOS == "linux" {
+		// (macOS plans its profile once: a Node installed later has its
+		// npmrc masked from the next start.)
+		later = append(later, ".nvm/versions/node/v22.0.0/etc/npmrc")
+	}
+	for _, p := range later {
+		npmrc(p)
+	}
+	if got := read(later...); strings.Contains(got, secretValue) {
+		t.Errorf("an etc/npmrc written after the server started was read:\n%s", got)
 	}
 }

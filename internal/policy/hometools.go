@@ -11,7 +11,9 @@ import (
 // and the sandbox passes that PATH on. For each PATH directory inside the
 // hidden home, the tree the tool needs to run is shown again, read-only,
 // and only that: the directory itself, and the root of the tool manager it
-// belongs to, by this table. Credential files inside stay masked.
+// belongs to, by this table. Credential files inside stay masked: those
+// of Credentials, and those the managers keep in their own trees
+// (toolCredentials).
 // --no-home-tools turns it off.
 
 // homeTool is one row: a PATH directory below Under (relative to the
@@ -111,12 +113,99 @@ func homeToolDirs(path, home string, writable []string, stateDir string) []HomeT
 	return out
 }
 
-// isCredential reports whether p is, or lies in, a credential path of home.
-// (A shown directory that holds one keeps it masked.)
+// toolCredential is one row of toolCredentials: files below Root
+// (relative to the home), each relative to it, that hold secrets.
+type toolCredential struct {
+	Root  string
+	Files []string
+	Why   string
+}
+
+// toolCredentials are the secrets kept inside the trees of the tool
+// managers above, which the home tools show whole. A "*" element stands
+// for every entry of its directory: each installed version, listed again
+// at every call, so a version installed while the server runs has its
+// file masked from the next call on, as a credential made then is. They
+// are masked as Credentials are, in every home, wherever the tree shows
+// (for the tools on PATH, or under a grant of the home).
+//
+// npm reads its global config from PREFIX/etc/npmrc, and writes there with
+// npm config set -g and npm login --location=global: PREFIX is each Node's
+// install directory, or the prefix the user's ~/.npmrc sets (~/.npm-global,
+// as npm's docs set it up). pip reads a site config from sys.prefix/pip.conf
+// (pip config set --site), Maven its global settings, servers' passwords
+// included, from MAVEN_HOME/conf/settings.xml.
+var toolCredentials = []toolCredential{
+	{".npm-global", []string{"etc/npmrc"}, "npm's global config, at its prefix"},
+	{".nvm", []string{"versions/node/*/etc/npmrc", "versions/io.js/*/etc/npmrc"}, "npm's global config in each Node"},
+	{".nodenv", []string{"versions/*/etc/npmrc"}, "npm's global config in each Node"},
+	{".volta", []string{"tools/image/node/*/etc/npmrc"}, "npm's global config in each Node"},
+	{".local/share/pnpm", []string{"nodejs/*/etc/npmrc"}, "npm's global config in each Node pnpm env installed"},
+	{".asdf", []string{"installs/nodejs/*/etc/npmrc", "installs/python/*/pip.conf", "installs/maven/*/conf/settings.xml"},
+		"npm's global config in each Node, pip's site config in each Python, Maven's global settings"},
+	{".local/share/mise", []string{"installs/node/*/etc/npmrc", "installs/python/*/pip.conf"},
+		"npm's global config in each Node, pip's site config in each Python"},
+	{".pyenv", []string{"versions/*/pip.conf"}, "pip's site config in each Python"},
+	{".sdkman", []string{"candidates/maven/*/conf/settings.xml"}, "Maven's global settings in each Maven"},
+}
+
+// HomeCredentials returns the credential paths of home: Credentials, and
+// toolCredentials with each "*" element expanded by listing its directory
+// with readDir (which returns no names where there is none).
+func HomeCredentials(home string, readDir func(string) []string) []string {
+	out := make([]string, 0, len(Credentials)+len(toolCredentials))
+	for _, c := range Credentials {
+		out = append(out, filepath.Join(home, c))
+	}
+	for _, t := range toolCredentials {
+		for _, f := range t.Files {
+			paths := []string{filepath.Join(home, t.Root)}
+			for _, elem := range strings.Split(f, "/") {
+				var next []string
+				for _, p := range paths {
+					if elem != "*" {
+						next = append(next, filepath.Join(p, elem))
+						continue
+					}
+					for _, name := range readDir(p) {
+						next = append(next, filepath.Join(p, name))
+					}
+				}
+				paths = next
+			}
+			out = append(out, paths...)
+		}
+	}
+	return out
+}
+
+// isCredential reports whether p is, or lies in, a credential path of home
+// (a "*" of toolCredentials matching any name). (A shown directory that
+// holds one keeps it masked.)
 func isCredential(p, home string) bool {
 	for _, c := range Credentials {
 		if Within(p, filepath.Join(home, c)) {
 			return true
+		}
+	}
+	rel, err := filepath.Rel(home, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return false
+	}
+	elems := strings.Split(rel, "/")
+	for _, t := range toolCredentials {
+		for _, f := range t.Files {
+			pattern := strings.Split(filepath.Join(t.Root, f), "/")
+			if len(elems) < len(pattern) {
+				continue
+			}
+			match := true
+			for i, e := range pattern {
+				match = match && (e == "*" || e == elems[i])
+			}
+			if match {
+				return true
+			}
 		}
 	}
 	return false

@@ -345,8 +345,8 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		if real, ok := resolveHost(fsys, h); ok {
 			owner = fsys.Owner(real)
 		}
-		for _, c := range policy.Credentials {
-			mask(filepath.Join(h, c), false, owner)
+		for _, c := range policy.HomeCredentials(h, fsys.ReadDir) {
+			mask(c, false, owner)
 		}
 	}
 	for _, s := range policy.SystemSecrets {
@@ -564,9 +564,7 @@ func findAliases(p *policy.Policy, fsys fsInfo) (aliases map[string][]alias, onc
 		paths = append(paths, p.Home)
 	}
 	for _, h := range homeDirs(p, fsys) {
-		for _, c := range policy.Credentials {
-			paths = append(paths, filepath.Join(h, c))
-		}
+		paths = append(paths, policy.HomeCredentials(h, fsys.ReadDir)...)
 	}
 	paths = append(paths, policy.SystemSecrets...)
 	if p.StateDir != "" {

@@ -144,8 +144,8 @@ func reducedHidden(p *policy.Policy, fsys fsInfo) []string {
 	}
 	for _, h := range homeDirs(p, fsys) {
 		add(h)
-		for _, c := range policy.Credentials {
-			add(filepath.Join(h, c))
+		for _, c := range policy.HomeCredentials(h, fsys.ReadDir) {
+			add(c)
 		}
 	}
 	add("/home")

@@ -155,7 +155,9 @@ func planSeatbelt(p *policy.Policy, self string, fsys fsInfo, canon canonFunc) s
 	// leads too, unless what is there is another's than the home's owner
 	// (owner): a link to /usr in someone's home must not hide /usr from
 	// every command.
-	// One a grant names is shown, as the user asked.
+	// One a grant names is shown, as the user asked. The versions of a
+	// tool manager are those installed at the start (planned once): one
+	// installed later has its npmrc masked from the next start.
 	secret := func(path string, mustExist bool, owner int) {
 		exists, _, symlink := fsys.Lstat(path)
 		if mustExist && !exists {
@@ -179,7 +181,10 @@ func planSeatbelt(p *policy.Policy, self string, fsys fsInfo, canon canonFunc) s
 	st.homes = darwinHomes(p, fsys)
 	for _, h := range st.homes {
 		owner := fsys.Owner(canon(h, true))
-		for _, c := range append(append([]string(nil), policy.Credentials...), darwinCredentials...) {
+		for _, c := range policy.HomeCredentials(h, fsys.ReadDir) {
+			secret(c, h != p.Home, owner)
+		}
+		for _, c := range darwinCredentials {
 			secret(filepath.Join(h, c), h != p.Home, owner)
 		}
 	}
