@@ -4,11 +4,13 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/cli"
+	"github.com/nanosandbox/nanosandbox-mcp/internal/logline"
 	"github.com/nanosandbox/nanosandbox-mcp/internal/sandbox"
 )
 
@@ -23,6 +25,9 @@ func main() {
 	if sandbox.IsChild() {
 		sandbox.ChildMain()
 	}
+	// The log's lines hold names commands chose: each is escaped, for
+	// the terminal that shows it (logline).
+	slog.SetDefault(slog.New(logline.NewHandler(os.Stderr, nil)))
 	os.Exit(cli.Main(context.Background(), moduleVersion(version, debug.ReadBuildInfo), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

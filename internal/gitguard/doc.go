@@ -56,6 +56,7 @@
 // creates (git init, a nested repository) is live for the user's git until
 // the call ends and it is judged.
 //
-// It imports policy-free standard library packages and x/sys only; the
-// sandbox package maps its protections to mounts.
+// It imports policy-free standard library packages, x/sys and logline
+// (which escapes its log lines) only; the sandbox package maps its
+// protections to mounts.
 package gitguard

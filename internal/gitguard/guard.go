@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nanosandbox/nanosandbox-mcp/internal/logline"
 )
 
 // Root is a tree that commands can write.
@@ -164,6 +165,11 @@ var global = candidate{entry: ""}
 
 // New starts watching cfg.Roots. What it finds now is trusted.
 func New(cfg Config) (*Guard, error) {
+	if log := cfg.Log; log != nil {
+		// Every line, logf's and the finder's, is escaped here: the
+		// names in it are often a command's (logline).
+		cfg.Log = func(msg string) { log(logline.Escape(msg)) }
+	}
 	g := &Guard{
 		cfg:        cfg,
 		list:       noGit,
@@ -525,9 +531,11 @@ func (g *Guard) refresh() error {
 	return nil
 }
 
+// logf logs one line, its control characters escaped (logline.Sprintf):
+// the paths and names in it are often a command's.
 func (g *Guard) logf(format string, args ...any) {
 	if g.cfg.Log != nil {
-		g.cfg.Log(fmt.Sprintf(format, args...))
+		g.cfg.Log(logline.Sprintf(format, args...))
 	}
 }
 
