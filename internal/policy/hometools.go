@@ -137,6 +137,8 @@ type toolCredential struct {
 // included, from MAVEN_HOME/conf/settings.xml.
 var toolCredentials = []toolCredential{
 	{".npm-global", []string{"etc/npmrc"}, "npm's global config, at its prefix"},
+	{".npm-packages", []string{"etc/npmrc"}, "npm's global config, at the other prefix guides set up"},
+	{".local", []string{"etc/npmrc"}, "npm's global config, where ~/.npmrc sets prefix=~/.local"},
 	{".nvm", []string{"versions/node/*/etc/npmrc", "versions/io.js/*/etc/npmrc"}, "npm's global config in each Node"},
 	{".nodenv", []string{"versions/*/etc/npmrc"}, "npm's global config in each Node"},
 	{".volta", []string{"tools/image/node/*/etc/npmrc"}, "npm's global config in each Node"},

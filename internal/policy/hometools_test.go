@@ -30,6 +30,8 @@ func TestHomeCredentials(t *testing.T) {
 	}{
 		{"/h/.nvm/versions/node/v22.0.0/etc/npmrc", true},
 		{"/h/.npm-global/etc/npmrc", true},
+		{"/h/.local/etc/npmrc", true},
+		{"/h/.local/etc", false},
 		{"/h/.config/git/credentials", true},
 		{"/h/.nvm/versions/node/v22.0.0/etc", false},
 		{"/h/.nvm/versions/node/v22.0.0/bin", false},
