@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -589,6 +590,23 @@ func (p *Policy) SandboxHome() string {
 		return p.Home
 	}
 	return "/tmp"
+}
+
+// CallTmp is the host directory in which each call gets a directory of its
+// own as TMPDIR, which only that call can write: on macOS the system's
+// temporary directory, and without namespaces the server's state (its tmp)
+// or, where it keeps none, the system's. It is "" on Linux with
+// namespaces, where a call's /tmp is a tmpfs of its own, on no host path.
+func (p *Policy) CallTmp() string {
+	switch {
+	case runtime.GOOS == "darwin":
+		return os.TempDir()
+	case !p.WithoutNamespaces:
+		return ""
+	case p.StateDir != "":
+		return filepath.Join(p.StateDir, "tmp")
+	}
+	return os.TempDir()
 }
 
 // Env returns the environment of every command, NAME=VALUE, sorted, with PWD

@@ -208,16 +208,13 @@ func readableTrees(root string, hidden []string, fsys fsInfo) []string {
 	return out
 }
 
-// callTmp makes the directory a call without namespaces gets as TMPDIR:
-// below the server's state, or else the system's temporary directory
-// (hidden from commands, but for this one).
+// callTmp makes the directory a call without namespaces gets as TMPDIR, in
+// the policy's CallTmp: below the server's state, or else the system's
+// temporary directory (hidden from commands, but for this one).
 func (s *linuxSandbox) callTmp() (string, error) {
-	parent := os.TempDir()
-	if s.pol.StateDir != "" {
-		parent = filepath.Join(s.pol.StateDir, "tmp")
-		if err := os.MkdirAll(parent, 0o700); err != nil {
-			return "", setupError("TMPDIR", err)
-		}
+	parent := s.pol.CallTmp()
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", setupError("TMPDIR", err)
 	}
 	dir, err := os.MkdirTemp(parent, "call-")
 	if err != nil {

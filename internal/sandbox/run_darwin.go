@@ -77,7 +77,7 @@ func newPlatform(p *policy.Policy, caps *Capabilities, mech *Mechanisms) (platfo
 	}
 	s.self = exe
 	s.static = planSeatbelt(p, exe, hostFS{}, seatbeltCanon)
-	s.tmpRoot = seatbeltCanon(os.TempDir(), true)
+	s.tmpRoot = seatbeltCanon(p.CallTmp(), true)
 	if err := s.startGuard(); err != nil {
 		return nil, err
 	}
