@@ -68,6 +68,35 @@ func (p *Policy) CommandWritable() []string {
 	return out
 }
 
+// WritableByCommands lists, resolved, where on the host this server's
+// commands can write: the writable grants (the workspace first), the
+// private home, the server's whole state directory (every workspace's
+// private home is there), and the directory of the calls' own TMPDIRs
+// where that is on the host ([Policy.CallTmp]). CommandWritable is wider:
+// it holds the system's temporary directory in every mode, which is not
+// to be trusted for what the server runs or shows either.
+func (p *Policy) WritableByCommands() []string {
+	var out []string
+	for _, g := range p.Grants {
+		if g.Writable {
+			out = append(out, g.Path)
+		}
+	}
+	if p.PrivateHome != "" {
+		out = append(out, p.PrivateHome)
+	}
+	for _, d := range []string{p.StateDir, p.CallTmp()} {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		out = append(out, filepath.Clean(d))
+		if real := resolveExisting(d); real != filepath.Clean(d) {
+			out = append(out, real)
+		}
+	}
+	return out
+}
+
 // FindProgram returns the first executable name in the directories of path
 // (a PATH list; relative entries are skipped) whose real path, symbolic
 // links resolved, lies in none of the writable paths; "" if there is none.

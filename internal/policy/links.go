@@ -60,6 +60,25 @@ func (hostLinks) Readlink(path string) (string, error) { return os.Readlink(path
 // ResolveWith is resolveIn, asking fsys: the sandbox's planning resolves
 // through a filesystem that records its answers.
 func ResolveWith(fsys LinkFS, path string, dirs []string) (real, link string, err error) {
+	return walk(fsys, path, dirs, false)
+}
+
+// ResolveCreate walks to path (absolute) as open(2) with O_CREAT does: every
+// symbolic link followed, a final one too, and a last component that is
+// missing (a dangling link's target too) taken as the file open would
+// create. It returns what path resolves to, or errMissing; and the first
+// path the walk visits that lies in one of dirs, link or not, where the
+// walk then stops: a file there is theirs to write, a link theirs to
+// re-point, a directory theirs to replace by a link. A path whose walk
+// visits none of dirs cannot be made to lead elsewhere by whoever writes
+// there.
+func ResolveCreate(path string, dirs []string) (real, in string, err error) {
+	return walk(hostLinks{}, path, dirs, true)
+}
+
+// walk is ResolveWith (create false: only a link is stopped at in dirs) and
+// ResolveCreate (create true).
+func walk(fsys LinkFS, path string, dirs []string, create bool) (real, at string, err error) {
 	const maxLinks = 40
 	rest := strings.Split(filepath.Clean(path), "/")
 	cur := "/"
@@ -74,25 +93,35 @@ func ResolveWith(fsys LinkFS, path string, dirs []string) (real, link string, er
 			continue
 		}
 		next := filepath.Join(cur, c)
+		if create && within(next, dirs) {
+			return "", next, errMissing
+		}
 		exists, _, symlink := fsys.Lstat(next)
 		if !exists {
+			if create && len(rest) == 0 {
+				return next, "", nil
+			}
 			return "", "", errMissing
 		}
 		if !symlink {
 			cur = next
 			continue
 		}
-		for _, d := range dirs {
-			if d != "" && Within(next, d) {
-				return "", next, errMissing
-			}
+		if within(next, dirs) {
+			return "", next, errMissing
+		}
+		// A link that cannot be followed is returned as met (ResolveWith),
+		// but by ResolveCreate only where it lies in dirs.
+		unfollowed := next
+		if create {
+			unfollowed = ""
 		}
 		if links++; links > maxLinks {
-			return "", next, errMissing
+			return "", unfollowed, errMissing
 		}
 		to, err := fsys.Readlink(next)
 		if err != nil {
-			return "", next, errMissing
+			return "", unfollowed, errMissing
 		}
 		if filepath.IsAbs(to) {
 			cur = "/"
@@ -100,6 +129,16 @@ func ResolveWith(fsys LinkFS, path string, dirs []string) (real, link string, er
 		rest = append(strings.Split(to, "/"), rest...)
 	}
 	return cur, "", nil
+}
+
+// within reports whether path lies in one of dirs ("" is none).
+func within(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if d != "" && Within(path, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // ThroughWritableLink returns the symbolic link on the way to path that

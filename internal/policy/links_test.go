@@ -78,3 +78,73 @@ func TestResolveIn(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveCreate: the log's walk resolves as open(2) with O_CREAT does
+// (a missing last component, a dangling link's target too, is the file to
+// create) and stops at the first path it visits in the writable
+// directory, link, file or directory: whatever lies there, commands can
+// change.
+func TestResolveCreate(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := filepath.Join(root, "w")
+	for _, d := range []string{"a/b", "w/d", "x"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "x/file"), nil, 0o600)
+	for l, to := range map[string]string{
+		"x/log":     filepath.Join(root, "w/log"), // finding 4: a final link into w
+		"x/dir":     "../w/d",
+		"x/dangle":  "../a/b/new",
+		"x/deep":    "../a/missing/new",
+		"x/through": "../w/d/../../x/file", // out again, but through w/d, which a command can make a link
+		"x/slash":   "../a/new/",
+		"x/chain":   "dangle",
+		"w/out":     filepath.Join(root, "x/file"),
+		"a/viaw":    "../w/out",
+		"a/loop":    "loop",
+	} {
+		if err := os.Symlink(to, filepath.Join(root, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		path, real, in string // real "" for an error
+	}{
+		{"x/file", "x/file", ""},
+		{"x/new", "x/new", ""},
+		{"x/dangle", "a/b/new", ""},
+		{"x/chain", "a/b/new", ""},
+		{"x/deep", "", ""},
+		{"x/slash", "", ""},
+		{"x/nothing/new", "", ""},
+		{"a/loop", "", ""},
+		{"x/log", "", "w"},
+		{"x/dir/log", "", "w"},
+		{"x/through", "", "w"},
+		{"a/viaw", "", "w"},
+		{"w/log", "", "w"},
+		{"w/d/new", "", "w"},
+		{"w/../x/file", "x/file", ""}, // as the flag is made absolute: lexically
+	} {
+		real, in, err := ResolveCreate(filepath.Join(root, tt.path), []string{w})
+		wantIn := ""
+		if tt.in != "" {
+			wantIn = filepath.Join(root, tt.in)
+		}
+		if in != wantIn {
+			t.Errorf("%s: stopped at %q, want %q", tt.path, in, wantIn)
+		}
+		if tt.real == "" {
+			if err == nil {
+				t.Errorf("%s: resolved to %s", tt.path, real)
+			}
+			continue
+		}
+		if want := filepath.Join(root, tt.real); err != nil || real != want {
+			t.Errorf("%s: resolved to %q (%v), want %q", tt.path, real, err, want)
+		}
+	}
+}

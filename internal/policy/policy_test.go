@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -590,5 +592,48 @@ func TestRecordHomeLastUsed(t *testing.T) {
 		if fi, err := os.Stat(rec); err != nil || time.Since(fi.ModTime()) > time.Hour {
 			t.Errorf("record was %q: its time is not now (%v)", was, err)
 		}
+	}
+}
+
+// TestWritableByCommands: where commands write on the host, as the
+// --log-file check needs it: the writable grants, the private home, the
+// server's state, and the calls' TMPDIRs only where they are on the host.
+func TestWritableByCommands(t *testing.T) {
+	root := tree(t)
+	os.Symlink(root+"/data", root+"/datalink")
+	p, err := New(Options{Workspace: root + "/home/proj", Writable: []string{root + "/datalink"}, Home: root + "/home", StateDir: root + "/state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{root + "/home/proj", root + "/data", p.PrivateHome, root + "/state"}
+	tmp := resolveExisting(os.TempDir())
+	if runtime.GOOS == "darwin" {
+		want = append(want, filepath.Clean(os.TempDir()))
+		if tmp != filepath.Clean(os.TempDir()) {
+			want = append(want, tmp)
+		}
+	}
+	if diff := cmp.Diff(want, p.WritableByCommands()); diff != "" {
+		t.Errorf("with namespaces (-want +got):\n%s", diff)
+	}
+	if runtime.GOOS == "darwin" {
+		return
+	}
+	if p.CallTmp() != "" {
+		t.Errorf("with namespaces the calls' TMPDIR is at %q on the host", p.CallTmp())
+	}
+	p.WithoutNamespaces = true
+	if got := p.CallTmp(); got != root+"/state/tmp" {
+		t.Errorf("without namespaces the calls' TMPDIRs are in %q, want the state's tmp", got)
+	}
+	if got := p.WritableByCommands(); !slices.Contains(got, root+"/state/tmp") {
+		t.Errorf("without namespaces: %q", got)
+	}
+	p.StateDir = ""
+	if got := p.CallTmp(); got != os.TempDir() {
+		t.Errorf("without namespaces and state the calls' TMPDIRs are in %q, want %q", got, os.TempDir())
+	}
+	if got := p.WritableByCommands(); !slices.Contains(got, tmp) {
+		t.Errorf("without namespaces and state: %q lacks %s", got, tmp)
 	}
 }
