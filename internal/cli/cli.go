@@ -115,7 +115,7 @@ func newFlags() *flags {
 	fs.StringSliceVar(&f.unprotected, "without-protection", nil, "with --without-namespaces, give up this protection, which it cannot keep: "+strings.Join(policy.ProtectionNames(), ", ")+" (repeatable, or comma-separated)")
 	fs.BoolVar(&f.check, "check", false, "say what this machine enforces and whether the policy holds, then exit (0 only if it holds)")
 	fs.BoolVar(&f.json, "json", false, "with --check: print it as one JSON object, for scripts")
-	fs.StringVar(&f.logFile, "log-file", "", "append one JSON line per call to this `FILE` (what ran and how it ended; never its input or output); outside the workspace and the --writable paths")
+	fs.StringVar(&f.logFile, "log-file", "", "append one JSON line per call to this `FILE` (what ran and how it ended; never its input or output): a regular file outside the workspace, the --writable paths and the server's state, with no symbolic link into them on its way")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.BoolVarP(&f.help, "help", "h", false, "print this help and exit")
 	return f

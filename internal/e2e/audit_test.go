@@ -60,6 +60,56 @@ func TestAuditLog(t *testing.T) {
 	}
 }
 
+// TestAuditLogLinkRefused: a --log-file that is a symbolic link into the
+// workspace is refused at start, as a log in the workspace is. It was
+// taken (only its directory was resolved), and a command replaced the
+// workspace's file with a link to a file outside: from the next start on,
+// the server appended lines whose arguments the command chose there, a
+// $(...) that a ~/.bashrc would run. A link in the workspace leading out,
+// and a log in the server's state, where the private homes are, are
+// refused too. From the sixth sandbox red-team round (F4).
+func TestAuditLogLinkRefused(t *testing.T) {
+	e := newEnv(t)
+	out := t.TempDir()
+	victim := filepath.Join(out, "victimrc")
+	if err := os.WriteFile(victim, []byte("# victim\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(out, "nsb.log")
+	if err := os.Symlink(filepath.Join(e.ws, "log"), log); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, code int, stderr string) {
+		t.Helper()
+		if code != 2 || !strings.Contains(stderr, "error: --log-file") || !strings.Contains(stderr, "hint:") {
+			t.Errorf("%s: exit %d %q, want the start refused", what, code, stderr)
+		}
+	}
+	_, stderr, code := e.run([]string{"--log-file", log}, "sh", "-c", "rm -f log; ln -s "+victim+" log")
+	refused("a log path linking into the workspace", code, stderr)
+	// What the command did, where it ran; then a later start.
+	os.Remove(filepath.Join(e.ws, "log"))
+	if err := os.Symlink(victim, filepath.Join(e.ws, "log")); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = e.run([]string{"--log-file", log}, "sh", "-c", `: "$(echo INJECTED)"`)
+	refused("the workspace's log re-pointed outside", code, stderr)
+	_, stderr, code = e.run([]string{"--log-file", filepath.Join(e.ws, "log")}, "true")
+	refused("the workspace's link outside", code, stderr)
+	state := filepath.Join(e.home, ".cache", "nanosandbox-mcp")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = e.run([]string{"--log-file", filepath.Join(state, "audit.jsonl")}, "true")
+	refused("a log in the server's state", code, stderr)
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "# victim\n" {
+		t.Errorf("the file outside was written: %q (%v)", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(state, "audit.jsonl")); err == nil {
+		t.Errorf("a log was made in the server's state")
+	}
+}
+
 func TestCheckJSON(t *testing.T) {
 	e := newEnv(t)
 	out, stderr, code := e.runRaw("--check", "--json", "--workspace", e.ws)
