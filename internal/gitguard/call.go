@@ -105,7 +105,7 @@ func (g *Guard) Begin() (*Call, error) {
 		if g.trusted[c] == nil {
 			continue // new, or changed while another call ran: judged when a call ends
 		}
-		if _, _, tracked := inWorkTree(c.entry, nil, false); c.bare && tracked {
+		if c.bare && isTracked(c) {
 			// A bare repository in another's work tree is test data
 			// that repository tracks (testdata/x.git): its files are the
 			// work tree's, which a checkout rewrites and git status
@@ -431,7 +431,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				}
 			}
 		case e.role == roleHooks || e.role == roleHooksPath:
-			if _, _, tracked := inWorkTree(cand.entry, nil, false); cand.bare && tracked && e.role == roleHooks {
+			if e.role == roleHooks && cand.bare && isTracked(cand) {
 				// Test data another repository tracks: a sample there is
 				// that repository's file, enabled by no one.
 				e.entries = slices.DeleteFunc(slices.Clone(e.entries), func(en dirEntry) bool { return strings.HasSuffix(en.name, ".sample") })
@@ -486,16 +486,26 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 // outside the grants made writable by name, holds a .git entry: cand lies
 // in a work tree whose git is judged.
 func (g *Guard) inJudgedTree(cand candidate) bool {
+	if !filepath.IsAbs(cand.entry) {
+		return false
+	}
 	for a := filepath.Dir(filepath.Dir(cand.entry)); ; a = filepath.Dir(a) {
 		if k, _, _ := g.place(a); k != exempt {
 			if id, err := lstatIdent(filepath.Join(a, ".git")); err == nil && id.exists() {
 				return true
 			}
 		}
-		if a == "/" || a == "." {
+		if a == filepath.Dir(a) {
 			return false
 		}
 	}
+}
+
+// isTracked reports whether the bare repository cand lies in another
+// repository's work tree, not below a .git: test data that one tracks.
+func isTracked(cand candidate) bool {
+	_, _, in := inWorkTree(cand.entry, nil, false)
+	return in
 }
 
 // judgeRemoteURL judges where a remote's local URL leads: into the

@@ -424,11 +424,14 @@ const oddTreeInGitdir = "it is, or lies in, a git directory"
 // gitdirHolding returns the git directory (a .git, or a directory the
 // finders take for one) that dir is or lies in, or "".
 func gitdirHolding(dir string) string {
+	if !filepath.IsAbs(dir) {
+		return ""
+	}
 	for a := dir; ; a = filepath.Dir(a) {
 		if strings.EqualFold(filepath.Base(a), ".git") || watchedAsGitdir(a) {
 			return a
 		}
-		if a == "/" {
+		if a == filepath.Dir(a) {
 			return ""
 		}
 	}
@@ -462,13 +465,16 @@ func inWorkTree(dir string, own []string, bare bool) (string, string, bool) {
 	if bare {
 		return "", "", false
 	}
+	if !filepath.IsAbs(dir) {
+		return "", "", false
+	}
 	for a := filepath.Dir(dir); ; a = filepath.Dir(a) {
 		if id, err := lstatIdent(filepath.Join(a, ".git")); err == nil && id.exists() {
 			if rel, ok := check(a); ok {
 				return a, rel, true
 			}
 		}
-		if a == "/" {
+		if a == filepath.Dir(a) {
 			return "", "", false
 		}
 	}
