@@ -340,17 +340,22 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 	// made in a call elsewhere is judged whole, wherever its parts lie:
 	// the grant covers what is in it, not a redirection into it from the
 	// rest of the workspace, which the user's git obeys there.
-	// But a repository a call made there inside the work tree of one
-	// that is judged: the user's git status there enters it as a
-	// submodule (a gitlink the call staged) and obeys its config.
-	if k, _, _ := g.place(cand.entry); k == exempt && !(newCand && g.inJudgedTree(cand)) {
-		return nil
+	// But a repository there inside the work tree of one that is judged:
+	// the user's git status in that one enters it as a submodule (a
+	// gitlink a call staged) and obeys its config, so it is judged as
+	// any other; the grant covers the rest of what is in it.
+	candExempt := false
+	if k, _, _ := g.place(cand.entry); k == exempt {
+		if !g.inJudgedTree(cand) {
+			return nil
+		}
+		candExempt = true
 	}
 	var out []verdict
 	for _, e := range changed {
 		kind, _, _ := g.place(e.path)
 		if kind == exempt {
-			if !newCand {
+			if !newCand && !candExempt {
 				continue
 			}
 			kind = inside

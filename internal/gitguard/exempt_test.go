@@ -12,7 +12,8 @@ import (
 // repository's hooks written there stay. A repository a call makes
 // elsewhere in the workspace, whose git directory or config lies in the
 // grant, is judged all the same: the user's git obeys it where its entry
-// is. Watched and walked.
+// is; so is a repository in the grant, which the user's git enters as a
+// submodule. Watched and walked.
 func TestExemptGrantCoversOnlyWhatIsInIt(t *testing.T) {
 	const setup = "git init -q && git config core.hooksPath .husky/_ && mkdir -p .husky/_ src/lib"
 	const attack = `git init -q --bare .husky/_/cache.git && git -C .husky/_/cache.git config core.bare false && git -C .husky/_/cache.git config core.fsmonitor "$PWN" && printf 'gitdir: ../../.husky/_/cache.git\n' > src/lib/.git`
@@ -44,9 +45,16 @@ func TestExemptGrantCoversOnlyWhatIsInIt(t *testing.T) {
 			if f.userGit("src/lib") {
 				t.Error("the planted repository ran in the user's git")
 			}
-			// A repository inside the grant itself is the user's to keep.
-			if notes := f.call(`git init -q .husky/_/other && git -C .husky/_/other config core.pager less`); len(notes) != 0 {
-				t.Errorf("a repository inside the grant was judged: %q", notes)
+			// A repository inside the grant, in the user's work tree, is
+			// judged as any other (from the eleventh git red-team round:
+			// a gitlink a call stages has the user's git status enter
+			// it): one with plain settings stays, a setting planted in
+			// it later goes.
+			if notes := f.call(`git init -q .husky/_/other`); len(notes) != 0 {
+				t.Errorf("a plain repository inside the grant was moved: %q", notes)
+			}
+			if notes := f.call(`git -C .husky/_/other config core.fsmonitor "$PWN"`); !strings.Contains(strings.Join(notes, "\n"), "moved .husky/_/other/.git/config aside") && !strings.Contains(strings.Join(notes, "\n"), "moved .husky/_/other/.git aside") {
+				t.Errorf("a setting planted in a repository inside the grant: notes %q", notes)
 			}
 		})
 	}
