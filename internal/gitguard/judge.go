@@ -218,6 +218,13 @@ func todoRisks(todo []byte) []string {
 	}
 	var out []string
 	for _, line := range bytes.Split(todo, []byte{'\n'}) {
+		if c := controlIn(bytes.TrimSuffix(line, []byte{'\r'})); c != "" {
+			// git status prints the last done and the next lines to the
+			// user's terminal as they are: an escape there sets the
+			// clipboard (OSC 52), clears the screen or paints a lie.
+			out = append(out, "a to-do line holding "+c+", which git status prints to the user's terminal as it is")
+			continue
+		}
 		l := bytes.TrimLeft(line, " \t")
 		if len(l) == 0 || !isLetter(l[0]) {
 			continue
@@ -231,6 +238,20 @@ func todoRisks(todo []byte) []string {
 		}
 	}
 	return out
+}
+
+// controlIn names a control character b holds (C0 but tab, DEL, C1 in
+// UTF-8), or is "".
+func controlIn(b []byte) string {
+	for i, c := range b {
+		switch {
+		case c < 0x20 && c != '\t', c == 0x7f:
+			return fmt.Sprintf("the control character %#02x", c)
+		case c == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
+			return fmt.Sprintf("the control character U+%04X", rune(b[i+1]))
+		}
+	}
+	return ""
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

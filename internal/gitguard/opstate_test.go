@@ -339,3 +339,26 @@ func TestHonestMergeWithRerere(t *testing.T) {
 		t.Errorf("no merge commit: %q", out)
 	}
 }
+
+// TestTodoControlCharacters: a to-do line holding a terminal escape, a
+// carriage return inside or another control character is a risk (git
+// status prints it as it is); tabs, a CR ending the line and UTF-8 text
+// are not.
+func TestTodoControlCharacters(t *testing.T) {
+	for _, tt := range []struct {
+		todo string
+		risk bool
+	}{
+		{"pick 0123abc a commit\npick 4567def \tanother\r\n# comment\n", false},
+		{"pick 0123abc caf\u00e9 \u4e2d\u6587\n", false},
+		{"pick 0123abc \x1b]52;c;ZWNobwo=\x07\x1b[2J All clean\n", true},
+		{"pick 0123abc x\rfake\n", true},
+		{"# \x1b[31mred\n", true},
+		{"pick 0123abc \u009b2J\n", true},
+		{"pick 0123abc \x7f\n", true},
+	} {
+		if got := len(todoRisks([]byte(tt.todo))) > 0; got != tt.risk {
+			t.Errorf("todoRisks(%q) = %v, want %v", tt.todo, todoRisks([]byte(tt.todo)), tt.risk)
+		}
+	}
+}
