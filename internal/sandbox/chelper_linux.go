@@ -268,7 +268,8 @@ func cHelperCallOps(s *spec) ([]hop, error) {
 			}
 			makeIn(true)
 		case opMask:
-			bind(emptyFile, target, unix.MOUNT_ATTR_RDONLY|nosuidNodev|unix.MOUNT_ATTR_NOEXEC, 0, "mask "+op.Path)
+			// Gone since the plan was made: nothing to hide (runOp).
+			bind(emptyFile, target, unix.MOUNT_ATTR_RDONLY|nosuidNodev|unix.MOUNT_ATTR_NOEXEC, hopMissingOK, "mask "+op.Path)
 		case opProtect, opPin:
 			var attr uint64 = nosuidNodev
 			if op.Kind == opProtect {

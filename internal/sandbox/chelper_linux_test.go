@@ -869,3 +869,24 @@ func heldProcesses(t *testing.T) int {
 	}
 	return n
 }
+
+// TestHelpersSkipAGoneMask: a credential file the plan masks, gone by the
+// time the helper mounts (the host renamed it a moment after the plan
+// was made), has nothing left to hide: both helpers run the call. It
+// failed every call it met, which whoever could rename a file in a home
+// could time.
+func TestHelpersSkipAGoneMask(t *testing.T) {
+	for _, inC := range []bool{false, true} {
+		if inC {
+			cHelperFiles(t) // skips where the helper in C was not built
+		}
+		sp := cHelperSpec("echo ran")
+		sp.Ops = append(sp.Ops, mountOp{Kind: opMask, Path: "/etc/nanosandbox-no-such-credential"}, mountOp{Kind: opMask, Path: "/no/such/dir/.pypirc"})
+		sortOps(sp.Ops)
+		for _, r := range runHelper(t, sp, inC) {
+			if r.Setup != nil {
+				t.Errorf("helper in C %v: %v", inC, r.Setup)
+			}
+		}
+	}
+}
