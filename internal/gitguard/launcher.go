@@ -143,24 +143,21 @@ func launcherRisk(e element) string {
 // either (npm strips a byte order mark first, as this does), and npx
 // fails on it.
 func packageRisk(b []byte) string {
-	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
-	var top struct {
-		Directories map[string]json.RawMessage `json:"directories"`
-	}
-	if json.Unmarshal(b, &top) != nil {
-		return ""
-	}
-	if _, ok := top.Directories["bin"]; ok {
-		return "gives directories.bin, every file of which npx runs as a program of the project, started there: one named nanosandbox-mcp instead of the package"
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
+	d := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))))
 	for {
 		tok, err := d.Token()
 		if err != nil {
 			return ""
 		}
-		if s, ok := tok.(string); ok && strings.Contains(strings.ToLower(s), "nanosandbox-mcp") {
+		s, ok := tok.(string)
+		switch {
+		case !ok:
+		case strings.Contains(strings.ToLower(s), "nanosandbox-mcp"):
 			return "names a program nanosandbox-mcp (or is that package), which npx -y nanosandbox-mcp runs, started there, instead of the package"
+		case strings.EqualFold(s, "directories"):
+			// Any spelling, anywhere: npm's reader and this one need not
+			// agree on which of two keys that fold alike wins.
+			return "gives directories (directories.bin makes every file of a directory a program of the project, which npx runs, started there: one named nanosandbox-mcp instead of the package)"
 		}
 	}
 }
@@ -169,6 +166,10 @@ func packageRisk(b []byte) string {
 // the one plain spelling it reads: anything else (a section, a quoted or
 // escaped key, an array key) is a key it does not know.
 var npmrcKey = regexp.MustCompile(`^[ \t]*([a-z][a-z0-9-]*)[ \t]*=`)
+
+// npmrcLines splits an .npmrc as npm's reader (ini) does: at every run of
+// CRs and LFs, a lone CR too.
+var npmrcLines = regexp.MustCompile("[\r\n]+")
 
 // plainNpmKeys are npm settings that run nothing and lead nowhere: they
 // change how npm resolves and writes a project's dependencies, or what it
@@ -188,8 +189,11 @@ var plainNpmKeys = map[string]bool{
 // in lowercase letters, digits and dashes is taken for a risk, so that
 // this reader can err only toward moving aside.
 func npmrcRisk(b []byte) string {
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range npmrcLines.Split(string(b), -1) {
 		l := strings.TrimSpace(strings.TrimPrefix(line, "\ufeff"))
+		if strings.ContainsFunc(l, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return "holds a control character in a line, which npm's reader may take apart otherwise than this one"
+		}
 		if l == "" || l[0] == ';' || l[0] == '#' {
 			continue
 		}

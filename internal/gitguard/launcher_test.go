@@ -19,8 +19,13 @@ func TestPackageRisk(t *testing.T) {
 		{"\xef\xbb\xbf" + `{"name":"nanosandbox-mcp"}`, true},
 		{`{"name":"nanosandbox-mcp","name":"app"}`, true},
 		{`{"name":"app","directories":{"bin":"tools"}}`, true},
-		{`{"name":"app","directories":{"lib":"lib"}}`, false},
+		// Any directories key is taken for one that may give a bin: a
+		// reader other than npm's cannot be sure which of two keys wins.
+		{`{"name":"app","directories":{"lib":"lib"}}`, true},
 		{`{"name":"app", not json`, false},
+		{`{"name":"app","directories":{"bin":"evil"},"Directories":null}`, true},
+		{`{"name":"app","bin":{"nanosandbox-mcp":"x.js"},"Directories":1}`, true},
+		{`{"name":"app","DIRECTORIES":{"bin":"tools"}}`, true},
 	} {
 		if got := packageRisk([]byte(tt.json)) != ""; got != tt.risk {
 			t.Errorf("packageRisk(%s) = %v, want %v", tt.json, got, tt.risk)
@@ -44,6 +49,9 @@ func TestNpmrcRisk(t *testing.T) {
 		{"Node-Options=--require x\n", true},
 		{"save-exact=true\nscript-shell=/ws/sh\n", true},
 		{"\ufeffsave-exact=true\n", false},
+		{"save-exact=true\rnode-options=--require x\rregistry=http://x/\n", true},
+		{"save-exact=true\r\nengine-strict=true\r\n", false},
+		{"save-exact=true\x0bnode-options=x\n", true},
 		{"prefix=/ws/p\n", true},
 		{"//registry.example.com/:_authToken=x\n", true},
 	} {
