@@ -7,7 +7,26 @@ server: stdio, signals and the exit status are the binary's own.
 
 import os
 import sys
-import sysconfig
+
+
+def _drop_cwd(path):
+    """Return sys.path without the directory python -m started in.
+
+    python -m puts it first, and MCP clients start servers in the project,
+    which commands write: a sysconfig.py there, or a package's metadata
+    that names a file there, would be what this imports or runs. os and
+    sys are loaded before any of it is read.
+    """
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = None
+    return [p for p in path if p not in ("", ".") and (cwd is None or os.path.realpath(p) != cwd)]
+
+
+sys.path[:] = _drop_cwd(sys.path)
+
+import sysconfig  # noqa: E402  (after the working directory is dropped)
 
 NAME = "nanosandbox-mcp"
 

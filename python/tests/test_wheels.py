@@ -314,5 +314,22 @@ class InstallTest(unittest.TestCase):
         self.assertIn("pip install --force-reinstall nanosandbox-mcp", r.stderr)
 
 
+class WorkingDirectoryTest(unittest.TestCase):
+    """python -m nanosandbox_mcp started in a directory commands write (MCP
+    clients start servers in the project) imports nothing from there: a
+    planted sysconfig.py, which __main__ imports, ran as the user."""
+
+    def test_a_planted_stdlib_module_is_not_imported(self):
+        with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as other:
+            marker = os.path.join(other, "ran")
+            with open(os.path.join(ws, "sysconfig.py"), "w") as f:
+                f.write("open(%r, 'w').write('x')\n" % marker)
+            env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
+            r = subprocess.run([sys.executable, "-m", "nanosandbox_mcp", "--version"], cwd=ws,
+                               capture_output=True, text=True, env=env)
+            self.assertFalse(os.path.exists(marker), "the workspace's sysconfig.py ran: " + r.stderr)
+            self.assertIn("nanosandbox-mcp: error:", r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
