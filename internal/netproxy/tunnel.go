@@ -306,8 +306,18 @@ const (
 // path, "*", or a URL, or a last word "HTTP/..." (any case). Another
 // first line ("SSH-2.0-OpenSSH_9.6 Ubuntu", "EHLO x", "PING") is not.
 // A line ends at CR or LF.
+//
+// A blank is any byte some server splits a request line at, not only
+// space and tab: Python's http.server decodes the line as Latin-1 and
+// splits it at any white space, so "GET\xa0/\xa0HTTP/1.0" (or \x0b, \x0c,
+// \x1c-\x1f, \x85) is a request there. And a known method followed by
+// any byte that cannot continue a token is taken for a request at once:
+// no other protocol begins that way, and what a lenient server makes of
+// the rest is not the proxy's to guess.
 func httpLine(b []byte) int {
-	b = bytes.TrimLeft(b, "\r\n \t")
+	for len(b) > 0 && (b[0] == '\r' || b[0] == '\n' || isBlank(b[0])) {
+		b = b[1:]
+	}
 	if len(b) == 0 {
 		return lineMaybe
 	}
@@ -326,17 +336,20 @@ func httpLine(b []byte) int {
 		return lineNot
 	case i == len(line):
 		return lineMaybe
-	case line[i] != ' ' && line[i] != '\t':
+	case line[i] == ' ' || line[i] == '\t':
+	case knownMethod(line[:i]):
+		return lineHTTP
+	case !isBlank(line[i]):
 		return lineNot
 	}
 	rest := line[i:]
-	if bytes.ContainsFunc(rest, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+	if bytes.ContainsFunc(rest, func(r rune) bool { return r < ' ' && !isBlank(byte(r)) || r == 0x7f }) {
 		return lineNot
 	}
 	if !complete {
 		return lineMaybe
 	}
-	words := bytes.Fields(rest)
+	words := blankFields(rest)
 	if len(words) == 0 {
 		return lineNot
 	}
@@ -349,7 +362,45 @@ func httpLine(b []byte) int {
 	return lineNot
 }
 
-// hasScheme reports whether t begins with a URL's scheme and "://".
+// blankFields splits b at blanks, byte by byte.
+func blankFields(b []byte) [][]byte {
+	var out [][]byte
+	from := -1
+	for i, c := range b {
+		switch {
+		case isBlank(c) && from >= 0:
+			out, from = append(out, b[from:i]), -1
+		case !isBlank(c) && from < 0:
+			from = i
+		}
+	}
+	if from >= 0 {
+		out = append(out, b[from:])
+	}
+	return out
+}
+
+// isBlank is a byte that some server takes for white space in a request
+// line: space and tab, and what Python's str.split also splits at in a
+// line decoded as Latin-1.
+func isBlank(c byte) bool {
+	switch c {
+	case ' ', '\t', 0x0b, 0x0c, 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0:
+		return true
+	}
+	return false
+}
+
+// knownMethod is a method of HTTP (RFC 9110, PATCH) or WebDAV, in any case.
+func knownMethod(m []byte) bool {
+	switch strings.ToUpper(string(m)) {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+		"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "REPORT", "SEARCH":
+		return true
+	}
+	return false
+}
+
 func hasScheme(t []byte) bool {
 	i := bytes.Index(t, []byte("://"))
 	if i < 1 {

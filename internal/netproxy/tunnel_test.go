@@ -301,6 +301,12 @@ func TestConnectPlainHTTP(t *testing.T) {
 		{"absolute, no version", []string{"GET http://other.test/\r\n"}},
 		{"HTTP/2's preface", []string{"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"}},
 		{"a line without end", []string{"GET /" + strings.Repeat("a", maxFirstBytes-5)}},
+		// Python's http.server splits a Latin-1 line at any white space.
+		{"no-break spaces between", []string{"GET\xa0/\xa0HTTP/1.0\r\n\r\n"}},
+		{"vertical tab, form feed", []string{"GET\x0b/\x0cHTTP/1.0\r\n\r\n"}},
+		{"another method, NEL between", []string{"FETCH\x85/\x85HTTP/1.0\r\n\r\n"}},
+		{"a blank first", []string{"\x1fGET / HTTP/1.0\r\n\r\n"}},
+		{"a method, then any odd byte", []string{"GET\x01/ HTTP/1.0\r\n\r\n"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := tunnel(t, r, target)
@@ -335,6 +341,9 @@ func TestConnectOtherProtocols(t *testing.T) {
 		{"SMTP, its server first", "220 mail.test ESMTP\r\n", "EHLO sandbox\r\nMAIL FROM:<a@b>\r\n"},
 		{"binary", "", "\x00\x00\x00\x08\x04\xd2\x16\x2f"},
 		{"a line without a path", "", "HELLO world HTTPS\r\n"},
+		{"Redis inline, a method's name", "", "GET session:1\r\nSET a b\r\n"},
+		{"memcached", "", "get key1 key2\r\n"},
+		{"AMQP", "", "AMQP\x00\x00\x09\x01"},
 		{"nothing", "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -381,7 +390,15 @@ func TestHTTPLine(t *testing.T) {
 		{"*1\r\n$4\r\nPING\r\n", lineNot},
 		{"SSH-2.0-OpenSSH_9.6 Ubuntu\r\n", lineNot},
 		{"EHLO x:y\r\n", lineNot},
-		{"GET\x00/ HTTP/1.1\r\n", lineNot},
+		{"GET\x00/ HTTP/1.1\r\n", lineHTTP},
+		{"get\x85", lineHTTP},
+		{"XGET\x00/ HTTP/1.1\r\n", lineNot},
+		{"FOO\xa0/x HTTP/1.1\r\n", lineHTTP},
+		{"FOO\x0bx\x0bhttp/1.1\r\n", lineHTTP},
+		{"FOO\x0bx\x0b", lineMaybe},
+		{"\xa0\x0cGET / HTTP/1.1\r\n", lineHTTP},
+		{"FOO\x0bx\x0bHTTPS\r\n", lineNot},
+		{"AMQP\x00\x00\x09\x01", lineNot},
 		{"GET /\x01 HTTP/1.1\r\n", lineNot},
 		{"\x16\x03\x01", lineNot},
 		{"GET x HTTP\r\n", lineNot},
