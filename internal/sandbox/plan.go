@@ -345,7 +345,7 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 		if real, ok := resolveHost(fsys, h); ok {
 			owner = fsys.Owner(real)
 		}
-		for _, c := range policy.HomeCredentials(h, fsys.ReadDir) {
+		for _, c := range policy.HomeCredentials(h, listIn(fsys, h)) {
 			mask(c, false, owner)
 		}
 	}
@@ -375,6 +375,30 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 	sortOps(sp.ops)
 	sp.seen = fsys.answers
 	return sp
+}
+
+// listIn is fsys.ReadDir for the tool directories of home (the "*" of a
+// tool's credentials: ~/.nvm/versions/node/*), which lists one only where
+// every element of it below home is there, a directory or a link: the
+// listing of a directory that is not there is a failed open (three system
+// calls) asked again at every call's check, where the Lstat of its first
+// missing element is one, and tells the same: made since, it answers
+// otherwise. Most homes have few of these tools.
+func listIn(fsys fsInfo, home string) func(string) []string {
+	return func(dir string) []string {
+		rel, err := filepath.Rel(home, dir)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+			return fsys.ReadDir(dir)
+		}
+		p := home
+		for _, elem := range strings.Split(rel, "/") {
+			p = filepath.Join(p, elem)
+			if exists, dir, symlink := fsys.Lstat(p); !exists || !dir && !symlink {
+				return nil
+			}
+		}
+		return fsys.ReadDir(dir)
+	}
 }
 
 // ownedAbove reports whether the mount of ops right above path (the
@@ -443,7 +467,38 @@ type fsAnswer struct {
 type fsRecord []fsAnswer
 
 // changed reports whether fsys now answers any query of r otherwise.
+//
+// Most answers are of a credential path the home does not have, many in
+// one directory (the home itself, ~/.config): those are checked against
+// one listing of the directory instead of an Lstat each, which costs a
+// system call each (a listing is about four, for any number of them). A
+// name the listing holds is there now; one it lacks is not. An empty
+// listing tells nothing (it is also what a directory that cannot be read
+// gives, whose names may still be reached): each is asked then.
 func (r fsRecord) changed(fsys fsInfo) bool {
+	absent := map[string][]string{} // directory -> names answered missing
+	for _, a := range r {
+		if a.kind == queryStat && a.stat == [3]bool{} {
+			d := filepath.Dir(a.path)
+			absent[d] = append(absent[d], a.path)
+		}
+	}
+	listed := map[string]bool{} // paths answered by a listing
+	for d, paths := range absent {
+		if len(paths) < minListed {
+			continue
+		}
+		names := fsys.ReadDir(d)
+		if len(names) == 0 {
+			continue
+		}
+		for _, p := range paths {
+			if slices.Contains(names, filepath.Base(p)) {
+				return true
+			}
+			listed[p] = true
+		}
+	}
 	for _, a := range r {
 		switch a.kind {
 		case queryList:
@@ -459,6 +514,9 @@ func (r fsRecord) changed(fsys fsInfo) bool {
 				return true
 			}
 		default:
+			if listed[a.path] {
+				continue
+			}
 			exists, dir, symlink := fsys.Lstat(a.path)
 			if [3]bool{exists, dir, symlink} != a.stat {
 				return true
@@ -467,6 +525,10 @@ func (r fsRecord) changed(fsys fsInfo) bool {
 	}
 	return false
 }
+
+// minListed is how many missing names of one directory make listing it
+// cheaper than asking for each.
+const minListed = 4
 
 // recordFS is an fsInfo that records what it answered, once per query.
 type recordFS struct {
@@ -564,7 +626,7 @@ func findAliases(p *policy.Policy, fsys fsInfo) (aliases map[string][]alias, onc
 		paths = append(paths, p.Home)
 	}
 	for _, h := range homeDirs(p, fsys) {
-		paths = append(paths, policy.HomeCredentials(h, fsys.ReadDir)...)
+		paths = append(paths, policy.HomeCredentials(h, listIn(fsys, h))...)
 	}
 	paths = append(paths, policy.SystemSecrets...)
 	if p.StateDir != "" {

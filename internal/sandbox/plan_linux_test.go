@@ -3,6 +3,8 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +89,125 @@ func TestCurrentPlanFresh(t *testing.T) {
 	os.Mkdir(ssh, 0o700)
 	if got, err := s.currentPlan(); err != nil || got == first {
 		t.Errorf("first call a second after prepare: prepare's plan (%v), though ~/.ssh was made since", err)
+	}
+}
+
+// TestToolDirsListedWhereThere: planning lists a tool's version
+// directories (~/.nvm/versions/node/*) only where they are, and a
+// credential made later below one that was not there, whatever part of
+// its path was missing, is seen by the next call's check.
+func TestToolDirsListedWhereThere(t *testing.T) {
+	for _, made := range []string{".nvm", ".nvm/versions", ".nvm/versions/node", ".nvm/versions/node/v22"} {
+		t.Run(made, func(t *testing.T) {
+			home := t.TempDir()
+			ws := filepath.Join(home, "ws")
+			if err := os.MkdirAll(filepath.Join(home, made), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			os.MkdirAll(ws, 0o755)
+			// The home is shown (--read-only ~), so that its credentials are
+			// masked one by one.
+			p := &policy.Policy{Workspace: ws, Home: home, HomeGranted: true, Grants: []policy.Grant{
+				{Path: home, Dir: true},
+				{Path: ws, Writable: true, Dir: true},
+			}}
+			sp := planStatic(p, hostFS{})
+			for _, a := range sp.seen {
+				if a.kind == queryList && strings.HasPrefix(a.path, home+"/") {
+					if exists, _, _ := (hostFS{}).Lstat(a.path); !exists {
+						t.Errorf("listed %s, which is not there", a.path)
+					}
+				}
+			}
+			if sp.seen.changed(hostFS{}) {
+				t.Fatal("changed, though nothing was")
+			}
+			npmrc := filepath.Join(home, ".nvm/versions/node/v22/etc/npmrc")
+			os.MkdirAll(filepath.Dir(npmrc), 0o755)
+			if err := os.WriteFile(npmrc, []byte("//r.test/:_authToken=x\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if !sp.seen.changed(hostFS{}) {
+				t.Fatalf("%s made: no change seen", npmrc)
+			}
+			again := planStatic(p, hostFS{})
+			if !slices.ContainsFunc(again.ops, func(o mountOp) bool { return o.Kind == opMask && o.Path == npmrc }) {
+				t.Errorf("the plan made again does not mask %s: %+v", npmrc, again.ops)
+			}
+		})
+	}
+}
+
+// countFS counts the questions asked of the host, and lists nothing in
+// the directories of unlisted (as a directory one may search but not
+// read answers).
+type countFS struct {
+	hostFS
+	lstats, lists int
+	unlisted      string
+}
+
+func (c *countFS) Lstat(p string) (bool, bool, bool) { c.lstats++; return c.hostFS.Lstat(p) }
+func (c *countFS) ReadDir(p string) []string {
+	c.lists++
+	if p == c.unlisted {
+		return nil
+	}
+	return c.hostFS.ReadDir(p)
+}
+
+// TestCheckByListing: the per-call check answers the missing credential
+// paths of a directory with one listing of it, yet sees any of them made
+// since, one at a time; where the listing is empty (a directory that can
+// be searched, not read), each is asked.
+func TestCheckByListing(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	for _, d := range []string{ws, filepath.Join(home, ".config")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &policy.Policy{Workspace: ws, Home: home, HomeGranted: true, Grants: []policy.Grant{
+		{Path: home, Dir: true},
+		{Path: ws, Writable: true, Dir: true},
+	}}
+	sp := planStatic(p, hostFS{})
+	var missing []string
+	for _, a := range sp.seen {
+		if a.kind == queryStat && a.stat == [3]bool{} && strings.HasPrefix(a.path, home+"/") {
+			missing = append(missing, a.path)
+		}
+	}
+	c := &countFS{}
+	if sp.seen.changed(c) {
+		t.Fatal("changed, though nothing was")
+	}
+	t.Logf("%d answers, %d missing in this home; the check asked %d Lstat and %d listings", len(sp.seen), len(missing), c.lstats, c.lists)
+	if c.lstats+c.lists >= len(sp.seen) {
+		t.Errorf("asked %d+%d for %d answers: nothing saved", c.lstats, c.lists, len(sp.seen))
+	}
+	tried := 0
+	for _, m := range missing {
+		if _, err := os.Lstat(filepath.Dir(m)); err != nil {
+			continue // below another missing path: its parent's answer changes
+		}
+		if err := os.WriteFile(m, nil, 0o600); err != nil {
+			continue
+		}
+		tried++
+		if !sp.seen.changed(hostFS{}) {
+			t.Errorf("%s made: no change seen", m)
+		}
+		if u := (&countFS{unlisted: filepath.Dir(m)}); !sp.seen.changed(u) {
+			t.Errorf("%s made, its directory unreadable: no change seen", m)
+		}
+		os.Remove(m)
+	}
+	if tried < 20 {
+		t.Errorf("only %d missing credential paths tried", tried)
+	}
+	if sp.seen.changed(hostFS{}) {
+		t.Error("changed after every one was undone")
 	}
 }
