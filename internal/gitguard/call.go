@@ -16,6 +16,7 @@ type Call struct {
 	// Protect is what must be read-only while the command runs.
 	Protect []Protection
 	held    []string // placeholders this call holds
+	trees   []*treeSnap
 	ended   bool
 }
 
@@ -87,7 +88,7 @@ func (g *Guard) Begin() (*Call, error) {
 			delete(g.user, c)
 		}
 	}
-	call := &Call{g: g}
+	call := &Call{g: g, trees: g.snapTrees(cur)}
 	prot := map[string]Protection{}
 	trusted := g.trustedSet()
 	cands := sortedKeys(cur)
@@ -292,6 +293,7 @@ func (c *Call) end(judge bool) []string {
 			break
 		}
 	}
+	notes = append(notes, g.checkTrees(c.trees)...)
 	if last {
 		for cand := range g.trusted {
 			if _, bad := g.suspect[cand]; bad {
