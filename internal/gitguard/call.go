@@ -2,6 +2,7 @@ package gitguard
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -235,8 +236,33 @@ func (c *Call) end(judge bool) []string {
 	notes := append(g.pending, g.removeUntrusted()...)
 	g.pending = nil
 	began := time.Now()
+	// What the user had before the call, for inTrees: the rounds below
+	// trust what they judge harmless, a repository the call made in
+	// another's work tree too. A work tree is the user's where a trusted
+	// repository named that path, whatever is there now (the user's own
+	// mv wt wt.old and a new wt).
+	before := maps.Clone(g.trusted)
+	made := func(c candidate, e element) bool {
+		for _, t := range before[c] {
+			if t.role == e.role && t.path == e.path {
+				return false
+			}
+		}
+		return true
+	}
 	for round := 0; round < 5; round++ {
 		cur := g.resolveAll()
+		// First the git directories in other repositories' work trees:
+		// of a pair, the side the call made goes, and then the other is
+		// as it was (the user's, no longer in a tree), not a changed
+		// repository to judge anew.
+		if ns, moved := g.inTrees(cur, made); moved {
+			notes = append(notes, ns...)
+			if err := g.refresh(); err != nil {
+				break
+			}
+			continue
+		}
 		trusted := g.trustedSet()
 		acted := false
 		for _, cand := range sortedKeys(cur) {
@@ -417,6 +443,11 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		case e.odd == oddTreeInGitdir:
 			why = "its " + g.name(e) + " is, or lies in, the git directory " + g.show(e.tree) + ", where the user's own git checkout or reset there writes what a branch holds (hooks/pre-commit, config) into that repository's hooks and config, which its git would run outside the sandbox"
 			said = true
+		case strings.HasPrefix(e.odd, oddInTree) && !newCand && !slices.ContainsFunc(worktreesOf(cand, els), func(t treeSide) bool { return t.path == e.tree }):
+			// The user's git directory, where it was, now in the work
+			// tree of another repository: inTrees moves that one when a
+			// call made it, and leaves two of the user's as they are.
+			continue
 		case strings.HasPrefix(e.odd, oddInTree):
 			what := "git directory " + g.show(e.tree+"/"+e.treeRel)
 			if e.role == roleCommondir {
@@ -900,6 +931,38 @@ func (g *Guard) recover(since int64, left string) []string {
 		if !failed {
 			g.clearUnmovable(cand)
 		}
+	}
+	// A git directory in another's work tree, either side made since
+	// (inTrees): a repository made since, a linked worktree's gitdir made
+	// since, or a core.worktree in a file made since (the repository's
+	// own config was read-only during the call).
+	if err := g.refresh(); err != nil {
+		g.logf("git guard: %v", err)
+		return notes
+	}
+	cur = g.resolveAll()
+	made := func(c candidate, e element) bool {
+		entry := c.entry
+		if c.bare {
+			entry = filepath.Join(c.entry, "HEAD")
+		}
+		switch {
+		case bornSince(entry, since):
+			return true
+		case e.role == roleWorktree && e.from != "":
+			return bornSince(e.from, since)
+		case e.role == roleWorktree:
+			for _, x := range cur[c] {
+				if x.role == roleConfig && !x.main && bornSince(x.path, since) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	ns, _ := g.inTrees(cur, made)
+	for _, n := range ns {
+		notes = append(notes, n+" ("+left+")")
 	}
 	return notes
 }
