@@ -137,3 +137,30 @@ func TestGitdirInAnotherWorkTree(t *testing.T) {
 		})
 	}
 }
+
+// A call cut short (its server killed) that made either side is judged
+// by the next server's first call: what was made since it began goes.
+func TestKilledCallGitdirInAnotherWorkTree(t *testing.T) {
+	v := treeVariants[3] // core.worktree in config: no .git above B's git directory
+	for _, tt := range []struct{ name, setup, attack, want string }{
+		{"the call makes B in A's work tree", v.mk, plantIn + makeB + ` && plant "` + v.ga + `"`, "moved proj/.git aside"},
+		{"the call makes A around B", makeB, plantIn + v.mk + ` && plant "` + v.ga + `"`, "moved x/.git aside"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			checkHarm(t, func(guarded bool) (bool, []string) {
+				f := newFixture(t)
+				f.sh(tt.setup)
+				notes := killedCall(t, f, guarded, func(f *fixture) { f.sh(tt.attack) })
+				f.sh(v.ga + ` reset -q --hard || true`)
+				return f.userGit("proj"), notes
+			}, tt.want)
+		})
+	}
+	t.Run("the user's both", func(t *testing.T) {
+		f := newFixture(t)
+		f.sh(v.mk + " && " + makeB)
+		if notes := killedCall(t, f, true, func(f *fixture) { f.sh(`echo x > t/f`) }); len(notes) != 0 {
+			t.Errorf("notes %q, want none", notes)
+		}
+	})
+}
