@@ -709,7 +709,7 @@ func (r *resolver) remoteURL(u, from, top string) []element {
 				// Git's local transport takes a file there for a .git
 				// file (enter_repo, read_gitfile): the repository is
 				// where it leads, judged as the URL is.
-				out = append(out, gitfileURL(c, raw, from))
+				out = append(out, r.gitfileURL(c, raw, from))
 			}
 		}
 		out = append(out, e)
@@ -719,9 +719,17 @@ func (r *resolver) remoteURL(u, from, top string) []element {
 
 // gitfileURL is the place a file at a remote's local URL leads git's
 // transport to when it reads as a .git file: an element judged as the
-// URL itself, odd where it cannot be read.
-func gitfileURL(file, raw, from string) element {
+// URL itself, odd where it cannot be read. It is read only where the
+// guard reads (follow: the roots, a read-only grant): elsewhere the path
+// is a command's choice, and what is there by the time it is opened can
+// be a FIFO or a file on a mount that never answers, which would hold the
+// call's end. Unread, it is odd, as one that cannot be read is.
+func (r *resolver) gitfileURL(file, raw, from string) element {
 	e := element{role: roleRemoteURL, path: file, raw: raw, from: from}
+	if r.follow == nil || !r.follow(file) {
+		e.odd = oddUnread
+		return e
+	}
 	b, _, err := readRegular(file, maxGitfileBytes)
 	if err != nil {
 		e.odd = err.Error()
@@ -743,6 +751,9 @@ func gitfileURL(file, raw, from string) element {
 	}
 	return e
 }
+
+// oddUnread is the oddity of a file outside what the guard reads.
+const oddUnread = "it lies outside the writable roots and the read-only grants, where the sandbox reads nothing"
 
 // localURL returns the path a remote URL names when git takes it for a
 // local repository (transport.c transport_get, connect.c

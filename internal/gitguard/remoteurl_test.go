@@ -221,3 +221,40 @@ func TestLocalURLHost(t *testing.T) {
 		}
 	}
 }
+
+// TestGitfileURLReadOnlyWhereTheGuardReads: a file at a remote's local URL
+// is read for the .git file git's transport takes it for only in the
+// roots or a read-only grant. Elsewhere its path is a command's choice,
+// and what is there when it is opened can be a FIFO, or a file on a mount
+// that never answers: it is odd, unread, where it is.
+func TestGitfileURLReadOnlyWhereTheGuardReads(t *testing.T) {
+	top, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, granted, elsewhere := filepath.Join(top, "ws"), filepath.Join(top, "granted"), filepath.Join(top, "elsewhere")
+	target := filepath.Join(top, "target")
+	for _, d := range []string{root, granted, elsewhere, target} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &resolver{follow: func(p string) bool { return within(p, root) || within(p, granted) }}
+	for _, tt := range []struct {
+		dir  string
+		read bool
+	}{{root, true}, {granted, true}, {elsewhere, false}} {
+		file := filepath.Join(tt.dir, "peer")
+		if err := os.WriteFile(file, []byte("gitdir: "+target+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var followed, odd bool
+		for _, e := range r.remoteURL(file, filepath.Join(root, ".git", "config"), root) {
+			followed = followed || e.path == target
+			odd = odd || e.path == file && e.odd != ""
+		}
+		if followed != tt.read || odd == tt.read {
+			t.Errorf("%s: followed to its gitdir %v, odd unread %v; want followed %v", file, followed, odd, tt.read)
+		}
+	}
+}
