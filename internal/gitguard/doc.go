@@ -39,7 +39,10 @@
 //     that cannot be read safely is made harmless by renaming it aside, and
 //     the call's result says so. Every symbolic link made inside a git
 //     directory during the call is removed (links.go): git writes through
-//     them.
+//     them. A git directory that lies in another repository's work tree
+//     (its own, a core.worktree's, a linked worktree's), not below a .git,
+//     is one that repository's git writes into: of the two, the side the
+//     call made is moved aside (intree.go).
 //
 // What lies in a grant the user made writable by name (Config.Exempt) is
 // neither protected nor judged, but a repository made in a call outside
