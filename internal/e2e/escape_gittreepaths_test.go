@@ -42,6 +42,9 @@ git checkout -q -f -`, []string{"checkout -q feature"}, false},
 t=$(git write-tree); c=$(git commit-tree -p HEAD -m v2 $t); git tag v2 $c; git read-tree HEAD`, []string{"checkout -q v2"}, false},
 		{"a remote-tracking ref", hook + `git update-index --cacheinfo 100755,$b,.husky/pre-commit
 t=$(git write-tree); c=$(git commit-tree -p HEAD -m up $t); git update-ref refs/remotes/origin/main $c; git read-tree HEAD`, []string{"merge -q --ff-only origin/main"}, false},
+		{"ORIG_HEAD", hook + `git update-index --cacheinfo 100755,$b,.husky/pre-commit
+t=$(git write-tree); c=$(git commit-tree -p HEAD -m undo $t); git read-tree HEAD
+git update-ref ORIG_HEAD $c`, []string{"reset -q --hard ORIG_HEAD"}, false},
 		{"a hundred branches", hook + `git update-index --cacheinfo 100755,$b,.husky/pre-commit
 t=$(git write-tree); c=$(git commit-tree -p HEAD -m many $t); git read-tree HEAD
 for i in $(seq 100); do echo "create refs/heads/b$i $c"; done | git update-ref --stdin`, []string{"checkout -q b77"}, false},

@@ -124,6 +124,14 @@ func (g *Guard) takeRefs(s *treeSnap) error {
 			}
 		}
 	}
+	// ORIG_HEAD, which git reset --hard ORIG_HEAD, the undo of a merge or
+	// rebase, checks out: show-ref lists no pseudo-ref. Read from its
+	// file, an object id alone, as git writes it.
+	if b, _, err := readRegular(filepath.Join(s.gitdir, "ORIG_HEAD"), maxGitfileBytes); err == nil {
+		if id := strings.TrimSpace(string(b)); isHex(id) && (len(id) == 40 || len(id) == 64) {
+			s.refs["ORIG_HEAD"] = id
+		}
+	}
 	// What HEAD names, read from the file (git's own format, "ref: " and
 	// the name; anything else is an object id, a detached HEAD): a run
 	// of git less at either end of each call.
@@ -150,6 +158,11 @@ func (g *Guard) takeRefs(s *treeSnap) error {
 func (g *Guard) takeIndex(s *treeSnap) ([]byte, error) {
 	s.indexID, _ = lstatIdent(filepath.Join(s.gitdir, "index"))
 	return g.treeGit(s, nil, append([]string{"ls-files", "-s", "-z", "--"}, s.paths...)...)
+}
+
+// isHex reports whether s is lower-case hexadecimal.
+func isHex(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // sameFile reports whether a and b are the same file, unchanged.
