@@ -461,7 +461,11 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		case e.role == roleCommondir && e.id.exists() && !newCand && !isInertCommondir(e.id.Sum):
 			why = "its " + g.name(e) + " now moves its config and hooks elsewhere"
 		case e.role == roleConfig && e.content != nil:
-			if w := judgeConfig(g.listFor(e), e.content); w != "" {
+			var prev []entry
+			if t := g.trustedVersion(cand, e, newCand); t.content != nil {
+				prev, _ = g.listByContent(t.content)
+			}
+			if w := judgeConfigSince(g.listFor(e), e.content, prev); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ")
 				if strings.HasPrefix(w, "it sets ") {
 					why += ", a setting outside the short list the sandbox knows to run nothing and lead nowhere (a setting can name a program or a file), which the user's own git would obey outside the sandbox"

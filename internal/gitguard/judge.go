@@ -39,9 +39,9 @@ var plainKeys = map[string]bool{
 	"core.compression": true, "core.loosecompression": true, "core.preloadindex": true,
 	"core.checkstat": true, "core.trustctime": true, "core.abbrev": true,
 	"extensions.objectformat": true, "extensions.worktreeconfig": true,
-	"extensions.refstorage": true, "extensions.partialclone": true, "extensions.preciousobjects": true,
-	"extensions.noop": true,
-	"index.version":   true, "index.sparse": true, "index.skiphash": true,
+	"extensions.preciousobjects": true,
+	"extensions.noop":            true,
+	"index.version":              true, "index.sparse": true, "index.skiphash": true,
 	"init.defaultbranch": true, "user.name": true, "user.email": true,
 	"pull.rebase": true, "pull.ff": true, "fetch.prune": true, "fetch.prunetags": true,
 	"fetch.writecommitgraph": true, "push.autosetupremote": true,
@@ -49,11 +49,26 @@ var plainKeys = map[string]bool{
 	"lfs.repositoryformatversion": true, "lfs.*.access": true,
 	"remote.*.url": true, "remote.*.pushurl": true, "remote.*.fetch": true,
 	"remote.*.tagopt": true, "remote.*.prune": true,
-	"remote.*.promisor": true, "remote.*.partialclonefilter": true, "remote.*.gh-resolved": true,
-	"branch.*.remote": true, "branch.*.merge": true, "branch.*.rebase": true, "branch.*.pushremote": true,
+	"remote.*.gh-resolved": true,
+	"branch.*.remote":      true, "branch.*.merge": true, "branch.*.rebase": true, "branch.*.pushremote": true,
 	"branch.*.description": true,
 	"submodule.active":     true, // a pathspec of the submodules to check out
 	"submodule.*.url":      true, "submodule.*.active": true, "submodule.*.branch": true,
+}
+
+// keptKeys are plain only as the trusted version of the same file held
+// them, value and all: a call that makes or changes one makes the file
+// untrusted. A promisor remote (extensions.partialClone, remote.*.promisor;
+// remote.*.partialCloneFilter says what it left out) is one the user's
+// plain git diff, show, blame or checkout fetches every missing object
+// from, unasked, at the URL the command chose, outside the sandbox and
+// its network rules (a path holding what the command read); a clone made
+// with --filter in a call is moved aside for it. extensions.refStorage
+// other than files has git read the refs from a store the command
+// filled (reftable/), in place of the user's branches (plainValues).
+var keptKeys = map[string]bool{
+	"extensions.partialclone": true, "extensions.refstorage": true,
+	"remote.*.promisor": true, "remote.*.partialclonefilter": true,
 }
 
 // quietKeys are more settings that run nothing and lead nowhere, which an
@@ -108,6 +123,7 @@ func plainKey(e entry) bool {
 // account, which can then plant hooks and config.
 var plainValues = map[string][]string{
 	"push.default":          {"simple", "current", "upstream", "tracking", "nothing"},
+	"extensions.refstorage": {"files"},
 	"core.sharedrepository": {"false", "umask", "0", "off", "no", "true", "group", "1", "on", "yes", "0600", "0640", "0660", "0644", "0664"},
 }
 
@@ -134,17 +150,45 @@ func offSwitch(e entry) bool {
 // judgeConfig says why a config file's content would make the user's git
 // run something or read another file, or "" if it holds only plain keys.
 // The content is listed by git, the only reader that agrees with git.
-func judgeConfig(list lister, content []byte) string {
+func judgeConfig(list lister, content []byte) string { return judgeConfigSince(list, content, nil) }
+
+// judgeConfigSince is judgeConfig for a file whose trusted version held
+// prev: a key of keptKeys is plain as prev held it.
+func judgeConfigSince(list lister, content []byte, prev []entry) string {
 	entries, err := list(content)
 	if err != nil {
 		return "git could not read it (" + err.Error() + ")"
 	}
+	var had map[entry]bool
 	for _, e := range entries {
-		if !plainKey(e) {
-			return "it sets " + e.key()
+		if plainKey(e) {
+			continue
 		}
+		if keptKey(e) {
+			if had == nil {
+				had = map[entry]bool{}
+				for _, p := range prev {
+					if keptKey(p) {
+						had[p] = true
+					}
+				}
+			}
+			if had[e] {
+				continue
+			}
+		}
+		return "it sets " + e.key()
 	}
 	return ""
+}
+
+// keptKey reports whether e is a key of keptKeys.
+func keptKey(e entry) bool {
+	name := e.Section + "." + e.Name
+	if e.Subsection != "" {
+		name = e.Section + ".*." + e.Name
+	}
+	return keptKeys[name]
 }
 
 // judgeHooks says why the entries of a hooks element e would run, or "".
