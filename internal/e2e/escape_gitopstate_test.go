@@ -21,6 +21,8 @@ type opStateAttack struct {
 	steps  []string     // one call each
 	user   [][]string   // what the user runs afterwards, in the workspace
 	harmed func(e *env) bool
+	// said is what a note must say it did; "aside" if "".
+	said string
 }
 
 // twoCommits is the user's repository with a commit to rebase onto.
@@ -116,6 +118,10 @@ func TestEscapeGitOpState(t *testing.T) {
 // runOpStateAttack runs one planting: its control on the host, then
 // one-shot and over MCP, each followed by what the user runs.
 func runOpStateAttack(t *testing.T, tt opStateAttack) {
+	said := tt.said
+	if said == "" {
+		said = "aside"
+	}
 	user := func(e *env) bool {
 		os.Remove(e.pwned())
 		for _, args := range tt.user {
@@ -144,8 +150,8 @@ func runOpStateAttack(t *testing.T, tt opStateAttack) {
 		if user(e) {
 			t.Errorf("the user's git went on with what the sandbox planted\nstderr of the calls: %q", notes)
 		}
-		if !strings.Contains(strings.Join(notes, "\n"), "aside") {
-			t.Errorf("no call said what it moved aside: %q", notes)
+		if !strings.Contains(strings.Join(notes, "\n"), said) {
+			t.Errorf("no call said what it did (%q): %q", said, notes)
 		}
 	})
 	t.Run("mcp", func(t *testing.T) {
@@ -160,8 +166,8 @@ func runOpStateAttack(t *testing.T, tt opStateAttack) {
 		if user(e) {
 			t.Errorf("the user's git went on with what the sandbox planted\nresults: %q", texts)
 		}
-		if !strings.Contains(strings.Join(texts, "\n"), "aside") {
-			t.Errorf("no result said what it moved aside: %q", texts)
+		if !strings.Contains(strings.Join(texts, "\n"), said) {
+			t.Errorf("no result said what it did (%q): %q", said, texts)
 		}
 		if _, out := s.sh(t, "echo ok"); out.Stdout != "ok\n" {
 			t.Errorf("the next call: %+v", out)

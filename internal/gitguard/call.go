@@ -349,6 +349,9 @@ type verdict struct {
 	why   string
 	whole bool
 	el    element
+	// undo, if set, are git update-ref --stdin lines that undo what el
+	// (replace refs) holds, run in place of moving anything aside.
+	undo []string
 }
 
 // judge decides on the changed elements of cand (all of them when it is
@@ -404,8 +407,14 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				continue
 			}
 		}
-		if (e.role == roleIndex || e.role == roleStray) && kind != inside {
+		if (e.role == roleIndex || e.role == roleStray || e.role == roleReplace || e.role == roleHistory || e.role == roleRRCache) && kind != inside {
 			continue // no command wrote it: the user or the user's git did, meanwhile
+		}
+		if (e.role == roleReplace || e.role == roleHistory || e.role == roleRRCache) && e.odd == "" {
+			if !newCand { // a repository made in a call shows what the command made anyway
+				out = append(out, g.historyVerdicts(e, g.trustedVersion(cand, e, newCand))...)
+			}
+			continue
 		}
 		if e.role == roleStray && e.odd == "" {
 			out = append(out, g.strayVerdicts(e, g.trustedVersion(cand, e, newCand))...)
@@ -759,6 +768,17 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 			target = filepath.Join(cand.entry, "HEAD")
 		}
 	}
+	if len(v.undo) > 0 {
+		common := filepath.Dir(filepath.Dir(target))
+		if err := g.undoReplace(common, v.undo); err != nil {
+			g.logf("git guard: undo replace refs in %s: %v", common, err)
+			note := fmt.Sprintf("git: %s: %s; undoing them failed (%v), so tell the user not to run git there until they are removed (git replace -d); calls are refused until then", g.show(target), v.why, err)
+			g.markUnmovable(cand, note)
+			return note, false
+		}
+		g.logf("git guard: undid replace refs in %s: %s", common, v.why)
+		return fmt.Sprintf("git: undid %s: %s; they are deleted, or set back to what they named before the call", g.show(target), v.why), true
+	}
 	kind, root, _ := g.place(target)
 	if kind == outside || target == "" {
 		return fmt.Sprintf("git: %s: %s; the sandbox cannot move it aside: tell the user", g.show(target), v.why), false
@@ -786,6 +806,9 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 		// Without it, git run there finds the repository above, if
 		// any: commits would land in the user's.
 		note += "; git run there now uses the repository that holds it, if any; to take it back once what it holds is removed, the user renames " + g.show(moved) + " to " + filepath.Base(target) + " and, in it, HEAD" + quarantineSuffix + " to HEAD"
+	}
+	if !v.whole && v.el.role == roleHistory && filepath.Base(target) == "shallow" {
+		note += "; if it came from an honest git fetch --depth, the user renames " + g.show(moved) + " back to shallow (without it, git log there fails at the first commit whose parents were not fetched)"
 	}
 	if !v.whole && v.el.role == roleOpState {
 		note += "; " + stoppedHint(moved)

@@ -30,10 +30,13 @@ const (
 	roleStray                  // the entries at the top of a git directory that git keeps no such entry as (gitdir.go)
 	roleAlternates             // objects/info/alternates of a common dir: object stores git reads as the repository's own
 	roleLauncher               // node_modules/nanosandbox-mcp of a root: what npx -y nanosandbox-mcp runs, started there (launcher.go)
+	roleReplace                // the replace refs of a common dir, loose and packed: objects git shows in place of others (history.go)
+	roleHistory                // info/grafts or shallow of a common dir: parents git gives commits in place of their own (history.go)
+	roleRRCache                // rr-cache of a common dir: resolutions rerere applies to the user's next conflicting merge (history.go)
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray", "alternates", "launcher"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray", "alternates", "launcher", "replace", "history", "rrCache"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -106,6 +109,9 @@ type resolver struct {
 	// prune. Nil: no cache.
 	dirs map[string]cachedDir
 	used map[string]bool
+	// packed caches the replace refs of packed-refs files, by the file's
+	// state when read (history.go); pruned with dirs. Nil: no cache.
+	packed map[string]cachedPacked
 	// follow says whether the guard may read at path, a place a
 	// redirection leads to: in the roots, or a read-only grant. Nil: no.
 	follow func(path string) bool
@@ -394,6 +400,8 @@ func (r *resolver) resolve(c candidate) []element {
 	out = append(out, rerereRecord(filepath.Join(gitdir, "MERGE_RR")))
 	out = append(out, r.indexElement(gitdir), r.strayEntries(gitdir))
 	out = append(out, r.alternatesFile(filepath.Join(common, "objects", "info", "alternates")))
+	out = append(out, r.replaceRefs(common), historyFile(filepath.Join(common, "info", "grafts")),
+		historyFile(filepath.Join(common, "shallow")), rrCache(filepath.Join(common, "rr-cache")))
 	// Git reads remotes/NAME, then branches/NAME, for a remote its config
 	// does not define: a URL, and refspecs for push and fetch.
 	for _, name := range []string{"remotes", "branches"} {
@@ -1060,6 +1068,11 @@ func (r *resolver) prune() {
 	for p := range r.dirs {
 		if !r.used[p] {
 			delete(r.dirs, p)
+		}
+	}
+	for p := range r.packed {
+		if !r.used[p] {
+			delete(r.packed, p)
 		}
 	}
 	r.used = map[string]bool{}

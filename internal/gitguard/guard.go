@@ -194,7 +194,7 @@ func New(cfg Config) (*Guard, error) {
 		go removeStaleScratch(stamp)
 	}
 	g.res = resolver{home: cfg.Home, list: g.listPaths, placeholder: g.ph.pristine,
-		dirs: map[string]cachedDir{}, used: map[string]bool{},
+		dirs: map[string]cachedDir{}, used: map[string]bool{}, packed: map[string]cachedPacked{},
 		follow: func(p string) bool { k, _, _ := g.place(p); return k != outside || g.readable(p) }}
 	for _, f := range cfg.GlobalConfigs {
 		e, _ := g.res.config(f)
