@@ -16,7 +16,10 @@
 // rebase-apply, sequencer: every entry, of which only those git keeps
 // there and reads as ids, messages or switches are inert; to-do lists,
 // merge strategies and their options, git apply's options are read),
-// rerere's record of a merge's conflicts (MERGE_RR), the index (every
+// rerere's record of a merge's conflicts (MERGE_RR), and, of a trusted
+// repository, what changes the history git shows without running anything
+// (replace refs, info/grafts, a new shallow file, rr-cache's recorded
+// resolutions: history.go), the index (every
 // name in it is a path git writes and reads from the work tree, and git
 // checks names only when it adds them: index.go has git check them), legacy remotes
 // (remotes/, branches/) and every place a remote's local URL leads git
