@@ -30,9 +30,9 @@ type cachedPacked struct {
 }
 
 // replaceRefs reads the replace refs of the common dir common, as
-// "refs/replace/NAME VALUE" lines, sorted: loose ones (refs/replace/NAME
-// as a file; git takes no other name below refs/replace for a
-// replacement) over packed ones. The element is refs/replace, its
+// "refs/replace/ID VALUE" lines, sorted: loose ones (refs/replace/ID as a
+// file; git takes no other name below refs/replace for a replacement)
+// over packed ones. The element is refs/replace, its
 // identity those lines, so that packed-refs rewritten with the same
 // replace refs (git pack-refs, git gc) is no change. A packed-refs file is
 // read again only when it changed. A symlink there is removed as such
@@ -79,8 +79,8 @@ func (r *resolver) replaceRefs(common string) element {
 			return e
 		}
 		for _, en := range ents {
-			if !en.id.isReg() {
-				continue
+			if !en.id.isReg() || !isHexID(en.name) {
+				continue // git replaces nothing by another name (it warns)
 			}
 			b, fid, err := readRegular(filepath.Join(dir, en.name), 1024)
 			if err != nil {
@@ -113,7 +113,7 @@ func packedReplaceRefs(b []byte) []string {
 	var out []string
 	for _, l := range bytes.Split(b, []byte{'\n'}) {
 		v, name, ok := bytes.Cut(bytes.TrimSuffix(l, []byte{'\r'}), []byte{' '})
-		if ok && bytes.HasPrefix(name, []byte("refs/replace/")) && len(v) > 0 && v[0] != '#' && v[0] != '^' {
+		if ok && bytes.HasPrefix(name, []byte("refs/replace/")) && isHexID(string(name[len("refs/replace/"):])) && len(v) > 0 && v[0] != '#' && v[0] != '^' {
 			out = append(out, string(name)+" "+string(v))
 		}
 	}

@@ -23,14 +23,14 @@ git replace HEAD HEAD~1 && git rev-parse HEAD > .git/shallow && mkdir -p .git/rr
 // A symbolic replace ref, or one made beside a packed one, is undone too;
 // what the call deleted stays deleted.
 func TestReplaceUndo(t *testing.T) {
-	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	a, b, c := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)
 	prev := element{content: []byte("refs/replace/" + a + " " + a + "\nrefs/replace/" + b + " " + b)}
-	now := element{content: []byte("refs/replace/" + a + " " + b + "\nrefs/replace/c ref: refs/heads/x")}
+	now := element{content: []byte("refs/replace/" + a + " " + b + "\nrefs/replace/" + c + " ref: refs/heads/x")}
 	names, lines := replaceUndo(now, prev)
-	if got, want := strings.Join(names, ","), "refs/replace/"+a+",refs/replace/c"; got != want {
+	if got, want := strings.Join(names, ","), "refs/replace/"+a+",refs/replace/"+c; got != want {
 		t.Errorf("names %q, want %q", got, want)
 	}
-	if got, want := strings.Join(lines, "\n"), "update refs/replace/"+a+" "+a+"\ndelete refs/replace/c"; got != want {
+	if got, want := strings.Join(lines, "\n"), "update refs/replace/"+a+" "+a+"\ndelete refs/replace/"+c; got != want {
 		t.Errorf("lines %q, want %q", got, want)
 	}
 }
