@@ -58,3 +58,21 @@ git config remote.origin.url https://example.com/r && git config remote.origin.p
 		t.Errorf("notes %q, want the partial clone made in the call moved aside", notes)
 	}
 }
+
+// Where a trusted repository's config is not kept read-only during a call
+// (Config.Unmounted, or past maxProtections), a promisor remote or a
+// reftable store set in it there moves the config aside.
+func TestKeptKeysSetInTrustedConfig(t *testing.T) {
+	for _, script := range []string{
+		`git config core.repositoryformatversion 1 && git config extensions.partialClone origin`,
+		`git config remote.origin.promisor true`,
+		`git config core.repositoryformatversion 1 && git config extensions.refStorage reftable`,
+	} {
+		f := newFixture(t)
+		f.sh(`git init -q && git config remote.origin.url https://example.com/r`)
+		f.start()
+		if notes := f.call(script); !strings.Contains(strings.Join(notes, "\n"), "aside") {
+			t.Errorf("%s: notes %q, want the config moved aside", script, notes)
+		}
+	}
+}
