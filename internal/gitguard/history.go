@@ -282,25 +282,37 @@ func rrCache(path string) element {
 	return e
 }
 
-// rrCacheMade returns the resolutions (rr-cache/ID directories, or other
-// entries there) that are new or changed since prev, the trusted
-// version: rerere would apply them to the user's next merge with that
-// conflict. Nil if none.
+// rrCacheMade returns the resolutions (rr-cache/ID directories) in which
+// anything is new or changed since prev, the trusted version, and that
+// hold a postimage (or a variant's, postimage.N): rerere would merge it
+// into the user's next merge with that conflict. A preimage alone, which
+// a call's honest merge with rerere on records, resolves nothing: the
+// user's own resolution of that conflict is what rerere then records.
+// Nil if none.
 func rrCacheMade(e, prev element) []string {
 	had := map[string]ident{}
 	for _, en := range prev.entries {
 		had[en.name] = en.id
 	}
-	seen := map[string]bool{}
-	var out []string
+	changed, resolves := map[string]bool{}, map[string]bool{}
+	var tops []string
 	for _, en := range e.entries {
+		top, f, _ := strings.Cut(en.name, "/")
+		if strings.HasPrefix(f, "postimage") {
+			resolves[top] = true
+		}
 		if id, ok := had[en.name]; ok && id == en.id {
 			continue
 		}
-		top, _, _ := strings.Cut(en.name, "/")
-		if !seen[top] {
-			seen[top] = true
-			out = append(out, top)
+		if !changed[top] {
+			changed[top] = true
+			tops = append(tops, top)
+		}
+	}
+	var out []string
+	for _, t := range tops {
+		if resolves[t] {
+			out = append(out, t)
 		}
 	}
 	return out
@@ -333,11 +345,15 @@ func (g *Guard) historyVerdicts(e, prev element) []verdict {
 			return nil
 		}
 		why := " holds resolutions a call recorded or changed: the user's own git merge, rebase, cherry-pick or am would apply them to the conflicts they name without asking (with rerere.enabled, or once rr-cache exists), the command's text in place of the user's choice; the conflicts of a merge made in a call are not remembered by rerere"
-		if !prev.id.exists() || !e.id.isDir() {
+		if !e.id.isDir() {
+			return []verdict{{why: "its rerere cache " + g.show(e.path) + why, el: e}}
+		}
+		made := rrCacheMade(e, prev)
+		if len(made) > 0 && !prev.id.exists() {
 			return []verdict{{why: "its rerere cache " + g.show(e.path) + why, el: e}}
 		}
 		var out []verdict
-		for _, name := range rrCacheMade(e, prev) {
+		for _, name := range made {
 			p := filepath.Join(e.path, name)
 			out = append(out, verdict{why: "its rerere resolution " + g.show(p) + why, el: element{role: roleRRCache, path: p}})
 		}
