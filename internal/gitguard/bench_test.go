@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -83,5 +84,60 @@ func BenchmarkTreeLayoutCall(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkCallIndex is one call's Begin and End in a workspace that is a
+// repository of a thousand files: with an index no command changed, and
+// with one a command's git add rewrote (git's own time not counted).
+func BenchmarkCallIndex(b *testing.B) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		b.Skip("needs git")
+	}
+	dir, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := filepath.Join(dir, "ws")
+	sh := func(script string) {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = root
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@example.com"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	if err := exec.Command("mkdir", "-p", root).Run(); err != nil {
+		b.Fatal(err)
+	}
+	sh(`git init -q && for d in 0 1 2 3 4 5 6 7 8 9; do mkdir $d; for f in $(seq 100); do echo $d$f > $d/$f; done; done && git add -A && git commit -qm files`)
+	g, err := New(Config{Roots: []Root{{Host: root}}, Git: git, Home: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Watch(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	for _, changed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "index unchanged", true: "git add in the call"}[changed], func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				c, err := g.Begin()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if changed {
+					b.StopTimer()
+					sh(`echo ` + strconv.Itoa(i) + ` > 0/1 && git add 0/1`)
+					b.StartTimer()
+				}
+				if notes := c.End(); len(notes) != 0 {
+					b.Fatal(notes)
+				}
+			}
+		})
 	}
 }

@@ -83,6 +83,7 @@ func (g *Guard) Begin() (*Call, error) {
 				delete(g.trusted, c)
 			}
 		}
+		g.holdIndexes()
 	}
 	for c := range g.user {
 		if _, ok := cur[c]; !ok {
@@ -220,6 +221,7 @@ func (c *Call) end(judge bool) []string {
 		g.running--
 		if g.running == 0 {
 			g.journal.end()
+			g.releaseIndexes()
 		}
 	}()
 	if !judge {
@@ -352,6 +354,8 @@ type verdict struct {
 	// undo, if set, are git update-ref --stdin lines that undo what el
 	// (replace refs) holds, run in place of moving anything aside.
 	undo []string
+	// done says the guard made it harmless already: why is the note.
+	done bool
 }
 
 // judge decides on the changed elements of cand (all of them when it is
@@ -508,6 +512,17 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		case e.role == roleIndex:
 			if w := g.judgeIndex(e, els); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ": the user's own git checkout or restore would write there, and git add or commit -a read it, wherever it leads, outside the sandbox too"
+				break
+			}
+			if newCand || cand.bare || cand == global {
+				break // a repository a call made is the call's own, flags and all
+			}
+			switch note, err := g.hiddenEdits(cand, e, els); {
+			case err != nil:
+				g.logf("git guard: %s: %v", e.path, err)
+				why = "its " + g.name(e) + " could not be made to show the edits a call may have hidden in it from the user's own git status and git diff (" + err.Error() + ")"
+			case note != "":
+				out = append(out, verdict{why: note, done: true})
 			}
 		case e.role == roleRemotes:
 			if w := judgeRemotes(e, g.trustedVersion(cand, e, newCand)); w != "" {
@@ -761,6 +776,9 @@ func (g *Guard) showRaw(path string) string {
 
 // neutralize moves aside what v names, and says so.
 func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
+	if v.done {
+		return v.why, true
+	}
 	target := v.el.path
 	if v.whole || cand == global && target == "" {
 		target = cand.entry

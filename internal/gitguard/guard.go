@@ -103,6 +103,9 @@ type Guard struct {
 	// rebuilt are the indexes the guard made anew (rebuildIndex) since no
 	// call ran, as made: its own, not judged again.
 	rebuilt map[string]ident
+	// held are the trusted indexes as the calls running found them
+	// (hidden.go), nil while no call runs.
+	held map[string]heldIndex
 
 	mu       sync.Mutex
 	find     finder
@@ -263,6 +266,7 @@ func (g *Guard) Close() {
 	defer g.mu.Unlock()
 	g.find.close()
 	g.journal.close()
+	g.releaseIndexes()
 }
 
 // enclosing lists the repositories that hold a root: a .git in a directory

@@ -136,6 +136,10 @@ func main() {
 		if e := indexRename(arg(1), arg(2), arg(3)); e != nil {
 			err = setupError{e}
 		}
+	case "index-stat":
+		if e := indexStat(arg(1), arg(2)); e != nil {
+			err = setupError{e}
+		}
 	case "index-splice":
 		if e := indexSplice(arg(1), arg(2), arg(3)); e != nil {
 			err = setupError{e}
