@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,6 +48,26 @@ func TestEscapeGitHiddenEdits(t *testing.T) {
 		{name: "the file edited, then its stat data forged in the index in place",
 			attack: `echo EVIL >> README && ./attack index-stat .git/index README`,
 			shown:  edited, note: "could not tell which bits were there before the call", lost: true},
+		{name: "a new file named in info/exclude",
+			attack: `echo planted > new.sh && echo /new.sh >> .git/info/exclude`,
+			shown: func(e *env) string {
+				if st, _ := e.gitTry("status", "--porcelain"); !strings.Contains(st, "?? new.sh") {
+					return "git status " + quote(st)
+				}
+				return ""
+			}, note: "info/exclude aside"},
+		{name: "a new file named in an info/exclude the call made",
+			setup:  func(e *env) { os.Remove(filepath.Join(e.ws, ".git/info/exclude")) },
+			attack: `echo planted > new.sh && echo /new.sh > .git/info/exclude`,
+			shown: func(e *env) string {
+				if st, _ := e.gitTry("status", "--porcelain"); !strings.Contains(st, "?? new.sh") {
+					return "git status " + quote(st)
+				}
+				return ""
+			}, note: "info/exclude aside"},
+		{name: "an edit whose diff info/attributes hides",
+			attack: `echo 'README -diff' > .git/info/attributes && echo EVIL >> README`,
+			shown:  edited, note: "info/attributes aside"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			setup := func(t *testing.T) *env {

@@ -411,7 +411,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 				continue
 			}
 		}
-		if (e.role == roleIndex || e.role == roleStray || e.role == roleReplace || e.role == roleHistory || e.role == roleRRCache) && kind != inside {
+		if (e.role == roleIndex || e.role == roleStray || e.role == roleReplace || e.role == roleHistory || e.role == roleRRCache || e.role == roleInfo) && kind != inside {
 			continue // no command wrote it: the user or the user's git did, meanwhile
 		}
 		if (e.role == roleReplace || e.role == roleHistory || e.role == roleRRCache) && e.odd == "" {
@@ -524,6 +524,12 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			case note != "":
 				out = append(out, verdict{why: note, done: true})
 			}
+		case e.role == roleInfo && e.id.exists() && !newCand && !cand.bare:
+			// A repository a call made has git init's template there.
+			why = "its " + g.name(e) + " was made or changed by a call: " + map[string]string{
+				"exclude":    "the user's own git status takes every file it names for ignored, so new files the call left are not listed, with no trace in the work tree",
+				"attributes": "the user's own git diff and git status read files as it says (-diff, binary, a diff driver, a filter, a text conversion), which hides or changes what they show, with no trace in the work tree",
+			}[filepath.Base(e.path)]
 		case e.role == roleRemotes:
 			if w := judgeRemotes(e, g.trustedVersion(cand, e, newCand)); w != "" {
 				why = "its " + g.name(e) + " " + strings.TrimPrefix(w, "it ") + ", a remote the user's own git push, fetch and pull would use outside the sandbox when the config names no URL for it"
@@ -532,7 +538,7 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 		if why == "" {
 			continue
 		}
-		if !said && e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.role != roleIndex && e.role != roleAlternates && e.odd != oddCommon {
+		if !said && e.role != roleOpState && e.role != roleRemotes && e.role != roleRerere && e.role != roleIndex && e.role != roleAlternates && e.role != roleInfo && e.odd != oddCommon {
 			why += ", which the user's own git would run outside the sandbox"
 		}
 		// A work tree is never moved aside itself: it holds the user's
@@ -677,7 +683,7 @@ func unjudged(newCand bool, changed []element) []verdict {
 		if e.role == roleWorktree {
 			return []verdict{{why: why, whole: true}}
 		}
-		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes || e.role == roleRerere || e.role == roleIndex || e.role == roleAlternates) {
+		if e.id.exists() && (e.role == roleConfig || e.role == roleHooks || e.role == roleHooksPath || e.role == roleCommondir || e.role == roleOpState || e.role == roleRemotes || e.role == roleRerere || e.role == roleIndex || e.role == roleAlternates || e.role == roleInfo) {
 			out = append(out, verdict{why: why, el: e})
 		}
 	}
@@ -736,6 +742,8 @@ func (g *Guard) name(e element) string {
 		return "alternates file " + s
 	case roleLauncher:
 		return "package " + s
+	case roleInfo:
+		return "file " + s
 	}
 	return s
 }
@@ -830,6 +838,9 @@ func (g *Guard) neutralize(cand candidate, v verdict) (string, bool) {
 	}
 	if !v.whole && v.el.role == roleOpState {
 		note += "; " + stoppedHint(moved)
+	}
+	if !v.whole && v.el.role == roleInfo {
+		note += "; to take it back once what it holds is checked, the user renames " + g.show(moved) + " to " + filepath.Base(target)
 	}
 	if !v.whole && v.el.role == roleIndex {
 		// Without an index, the user's next git commit records every

@@ -33,10 +33,11 @@ const (
 	roleReplace                // the replace refs of a common dir, loose and packed: objects git shows in place of others (history.go)
 	roleHistory                // info/grafts or shallow of a common dir: parents git gives commits in place of their own (history.go)
 	roleRRCache                // rr-cache of a common dir: resolutions rerere applies to the user's next conflicting merge (history.go)
+	roleInfo                   // info/exclude or info/attributes of a common dir: what git status and git diff ignore, and how they read files
 )
 
 func (r role) String() string {
-	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray", "alternates", "launcher", "replace", "history", "rrCache"}[r]
+	return [...]string{"entry", "gitdir", "commondir", "config", "hooks", "hooksPath", "worktree", "opState", "remotes", "rerere", "remoteURL", "index", "stray", "alternates", "launcher", "replace", "history", "rrCache", "info"}[r]
 }
 
 // Caps on what the guard reads from a writable root.
@@ -402,6 +403,9 @@ func (r *resolver) resolve(c candidate) []element {
 	out = append(out, r.alternatesFile(filepath.Join(common, "objects", "info", "alternates")))
 	out = append(out, r.replaceRefs(common), historyFile(filepath.Join(common, "info", "grafts")),
 		historyFile(filepath.Join(common, "shallow")), rrCache(filepath.Join(common, "rr-cache")))
+	for _, name := range []string{"exclude", "attributes"} {
+		out = append(out, infoFile(filepath.Join(common, "info", name)))
+	}
 	// Git reads remotes/NAME, then branches/NAME, for a remote its config
 	// does not define: a URL, and refspecs for push and fetch.
 	for _, name := range []string{"remotes", "branches"} {
@@ -409,6 +413,25 @@ func (r *resolver) resolve(c candidate) []element {
 		out = append(out, e)
 	}
 	return out
+}
+
+// infoFile reads info/exclude or info/attributes of a common dir: git
+// status takes every file info/exclude names for ignored, and git diff
+// and git status read files as info/attributes says (-diff, binary, a
+// diff driver, a filter, text conversion), and neither leaves a trace in
+// the work tree. Git never writes either but for git init's template. Its
+// identity is what lstat says of it: any change counts.
+func infoFile(path string) element {
+	e := element{role: roleInfo, path: path}
+	id, err := lstatIdent(path)
+	switch {
+	case err != nil:
+		e.odd = err.Error()
+	case id.exists() && !id.isReg() && !id.isLink():
+		e.odd = "it is not a regular file" // a link in a git directory is removed as such (links.go)
+	}
+	e.id = id
+	return e
 }
 
 // oddCommon is a commondir's oddity when it names a directory the finders
