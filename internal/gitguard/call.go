@@ -1,6 +1,7 @@
 package gitguard
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -517,10 +518,15 @@ func (g *Guard) judge(cand candidate, els, changed []element) []verdict {
 			if newCand || cand.bare || cand == global {
 				break // a repository a call made is the call's own, flags and all
 			}
-			switch note, err := g.hiddenEdits(cand, e, els); {
+			switch note, err := g.showHiddenEdits(cand, e, els); {
 			case err != nil:
 				g.logf("git guard: %s: %v", e.path, err)
-				why = "its " + g.name(e) + " could not be made to show the edits a call may have hidden in it from the user's own git status and git diff (" + err.Error() + ")"
+				// The error names host paths: the log has it.
+				what := "git could not rewrite it"
+				if errors.Is(err, errIndexBusy) {
+					what = "git held it locked"
+				}
+				why = "its " + g.name(e) + " could not be made to show the edits a call may have hidden in it from the user's own git status and git diff (" + what + ")"
 			case note != "":
 				out = append(out, verdict{why: note, done: true})
 			}

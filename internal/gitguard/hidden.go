@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -323,7 +324,7 @@ func (g *Guard) hiddenEdits(cand candidate, e element, els []element) (string, e
 		shared = append(shared, filepath.Join(filepath.Dir(e.path), en.name))
 	}
 	if id, err := lstatIdent(e.path); err != nil || withoutSum(id) != withoutSum(e.id) {
-		return "", errors.New("it changed while it was read")
+		return "", fmt.Errorf("%w: it changed while it was read", errIndexBusy)
 	}
 	gitdir, work, now, err := listIndex(g.cfg.Git, filepath.Join(tmp, "now"), e.path, shared, sha)
 	if err != nil {
@@ -428,6 +429,29 @@ func (g *Guard) hiddenEdits(cand candidate, e element, els []element) (string, e
 	return note, nil
 }
 
+// errIndexBusy is an index git is writing, or wrote while the guard read
+// it: the user's own git status, or git in another call. It is read again.
+var errIndexBusy = errors.New("git is writing the index")
+
+// showHiddenEdits is hiddenEdits, tried again for a second while git
+// writes the index (it holds the lock for milliseconds): e is read
+// again each time. Past that, the index is moved aside as one that
+// cannot be checked.
+func (g *Guard) showHiddenEdits(cand candidate, e element, els []element) (string, error) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		note, err := g.hiddenEdits(cand, e, els)
+		if !errors.Is(err, errIndexBusy) || time.Now().After(deadline) {
+			return note, err
+		}
+		time.Sleep(50 * time.Millisecond)
+		e = g.res.indexElement(filepath.Dir(e.path))
+		if e.odd != "" {
+			return "", errors.New(e.odd)
+		}
+	}
+}
+
 // someNames names a few of names, for a note.
 func someNames(names []string) string {
 	sort.Strings(names)
@@ -458,6 +482,9 @@ func installIndex(root string, e element, from string) error {
 	}
 	lock := name + ".lock"
 	fd, err := unix.Openat(parent, lock, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o777)
+	if errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("%w: its lock is there", errIndexBusy)
+	}
 	if err != nil {
 		return fmt.Errorf("create %q: %w", e.path+".lock", err)
 	}
@@ -472,7 +499,7 @@ func installIndex(root string, e element, from string) error {
 	}
 	if err == nil {
 		if err = unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && identOf(&st) != withoutSum(e.id) {
-			err = errors.New("it changed meanwhile")
+			err = fmt.Errorf("%w: it changed meanwhile", errIndexBusy)
 		}
 	}
 	if err == nil {
