@@ -46,6 +46,12 @@
 //     (its own, a core.worktree's, a linked worktree's), not below a .git,
 //     is one that repository's git writes into: of the two, the side the
 //     call made is moved aside (intree.go).
+//     In a trusted repository, what would keep the call's edits out
+//     of the user's git status and git diff goes too: the assume-unchanged
+//     and skip-worktree bits a call set in the index, and the stat data
+//     of every entry it made or changed, which git would trust over the
+//     file (hidden.go); an info/exclude or info/attributes it made or
+//     changed is moved aside.
 //
 // What lies in a grant the user made writable by name (Config.Exempt) is
 // neither protected nor judged, but a repository made in a call outside
