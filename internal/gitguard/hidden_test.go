@@ -41,3 +41,21 @@ b'`)
 		t.Error("the lock is still there")
 	}
 }
+
+// Git sparse-checkout in a call sets skip-worktree on the files it
+// removes from the work tree: honest, so they stay so, with no note, and
+// the user's git status shows nothing.
+func TestHiddenEditsSparseCheckoutStays(t *testing.T) {
+	f := newFixture(t)
+	f.sh(`git init -q && mkdir a b && echo a > a/x && echo b > b/y && git add -A && git -c user.name=U -c user.email=u@example.com commit -qm a`)
+	f.start()
+	if notes := f.call(`git sparse-checkout set a`); len(notes) != 0 {
+		t.Errorf("notes: %q", notes)
+	}
+	if got := f.sh(`git ls-files -v`); got != "H a/x\nS b/y\n" {
+		t.Errorf("git ls-files -v: %q", got)
+	}
+	if got := f.sh(`git status --porcelain`); got != "" {
+		t.Errorf("git status: %q", got)
+	}
+}
