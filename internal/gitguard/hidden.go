@@ -481,7 +481,7 @@ func installIndex(root string, e element, from string) error {
 		return fmt.Errorf("stat %q: %w", e.path, err)
 	}
 	lock := name + ".lock"
-	fd, err := unix.Openat(parent, lock, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o777)
+	fd, err := unix.Openat(parent, lock, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(st.Mode&0o777))
 	if errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("%w: its lock is there", errIndexBusy)
 	}
