@@ -59,3 +59,18 @@ func TestHiddenEditsSparseCheckoutStays(t *testing.T) {
 		t.Errorf("git status: %q", got)
 	}
 }
+
+// A sparse index, which git lists only with the repository's objects, is
+// not checked (said in the log) rather than moved aside at every call
+// that changes it: the user's staged work and sparse checkout stay.
+func TestHiddenEditsSparseIndexKept(t *testing.T) {
+	f := newFixture(t)
+	f.sh(`git init -q && mkdir a b && echo a > a/x && echo b > b/y && git add -A && git -c user.name=U -c user.email=u@example.com commit -qm a && git sparse-checkout init --cone --sparse-index && git sparse-checkout set a && echo staged >> a/x && git add a/x`)
+	f.start()
+	if notes := f.call(`echo more > a/z && git add a/z`); len(notes) != 0 {
+		t.Errorf("notes: %q", notes)
+	}
+	if got := f.sh(`git status --porcelain`); got != "M  a/x\nA  a/z\n" {
+		t.Errorf("git status: %q", got)
+	}
+}
