@@ -63,6 +63,9 @@ type element struct {
 	content []byte
 	entries []dirEntry
 	files   map[string][]byte
+	// launch says what a launcher element would run at the user's next
+	// start of the server (launcher.go), when being there is the risk.
+	launch string
 	// user marks what the user's own config names (their core.hooksPath,
 	// what their global config includes): outside the roots it is theirs,
 	// not a command's redirection.

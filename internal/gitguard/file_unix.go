@@ -220,6 +220,12 @@ func renameAside(root, path string) (string, error) {
 	}
 	defer unix.Close(parent)
 	base := name
+	if hiddenAside(path) {
+		// npm reads every entry of a node_modules directory as a
+		// package but those beginning with a dot: a package moved aside
+		// beside itself would still be one npx takes by its name.
+		base = "." + name
+	}
 	if max := maxNameBytes - len(quarantineSuffix) - 17; len(base) > max { // "-" and 16 hex digits
 		for max > 0 && !utf8.RuneStart(base[max]) {
 			max--
@@ -257,6 +263,19 @@ func renameAside(root, path string) (string, error) {
 		return filepath.Join(filepath.Dir(path), to), nil
 	}
 	return "", fmt.Errorf("rename %q: every name tried beside it is taken", path)
+}
+
+// hiddenAside reports whether path is a package of a node_modules
+// directory (or of a @scope directory in one) not already hidden by a dot.
+func hiddenAside(path string) bool {
+	name, dir := filepath.Base(path), filepath.Dir(path)
+	if strings.HasPrefix(name, ".") {
+		return false
+	}
+	if strings.HasPrefix(filepath.Base(dir), "@") {
+		dir = filepath.Dir(dir)
+	}
+	return filepath.Base(dir) == "node_modules"
 }
 
 // openParent opens the directory holding path, beneath root and without

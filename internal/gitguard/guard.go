@@ -140,8 +140,9 @@ type Guard struct {
 	ph       placeholders
 	broken   error // why the roots cannot be checked; calls are refused
 	journal  *journal
-	pending  []string // notes for the next call: what recovery did
-	watch    bool     // keep the roots watched (Watch)
+	pending  []string    // notes for the next call: what recovery did
+	watch    bool        // keep the roots watched (Watch)
+	launch   launchCache // what launchers read, by root
 }
 
 type listing struct {
@@ -186,6 +187,7 @@ func New(cfg Config) (*Guard, error) {
 		unmovable:  map[candidate]string{},
 		user:       map[candidate]bool{},
 		ph:         placeholders{},
+		launch:     launchCache{},
 	}
 	if cfg.Git != "" {
 		g.list = gitLister(cfg.Git)
@@ -481,7 +483,7 @@ func (g *Guard) resolveAll() map[candidate][]element {
 		gl = append(gl, e)
 	}
 	for _, r := range g.scanRoots() {
-		gl = append(gl, launchers(r)...)
+		gl = append(gl, launchers(r, g.launch)...)
 	}
 	if len(gl) > 0 {
 		out[global] = gl

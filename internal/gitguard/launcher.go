@@ -3,10 +3,11 @@ package gitguard
 import (
 	"bytes"
 	"encoding/json"
-	"os"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // npx -y nanosandbox-mcp, the README's way to start the server, and
@@ -18,96 +19,568 @@ import (
 // something; one there while no call ran (a dependency the user
 // installed, the user's own .npmrc) stays while calls leave it as it is.
 //
-//   - node_modules/nanosandbox-mcp and node_modules/.bin/nanosandbox-mcp:
-//     npx prefers a package, or a program, of the directory's own.
+//   - node_modules: npx takes any package there, at any depth, whose
+//     package.json names it nanosandbox-mcp, whatever its folder (an npm
+//     alias makes such a folder), or that npm's hidden lockfile
+//     (node_modules/.package-lock.json) says is so, and runs its program
+//     from node_modules/.bin; a program .bin/nanosandbox-mcp it runs
+//     first. Only the packages whose package.json changed are read, and
+//     a package moved aside gets a name beginning with a dot, which npm
+//     does not read.
 //   - package.json: npx runs the project's own program of that name (its
 //     "bin", whatever the package's name, or its "directories.bin").
 //   - .npmrc: the project's npm config, read first; node-options becomes
 //     NODE_OPTIONS of what npx runs (--require runs a file), registry
 //     says where the package comes from.
-//   - nanosandbox_mcp, nanosandbox_mcp.py and the rest Python imports by
-//     that name: python -m puts the directory it starts in first on
-//     sys.path.
+//   - nanosandbox_mcp, nanosandbox_mcp.py, its metadata and the rest
+//     Python imports or reads by that name, and the standard library's
+//     modules python -m imports before the module asked for runs
+//     (pythonStartup): python -m puts the directory it starts in first
+//     on sys.path.
+//
+// The root's listing is read again only when the root's own times move.
 
-// launcherPaths are where npx finds a package or its program in a
-// directory's node_modules, and its project's files.
-var launcherPaths = []string{"node_modules/nanosandbox-mcp", "node_modules/.bin/nanosandbox-mcp", "package.json", ".npmrc"}
+// launcherFiles are the project's files npx reads in the directory it
+// starts in, judged by what they say.
+var launcherFiles = []string{"package.json", ".npmrc"}
 
 // maxLauncherFile bounds the package.json and .npmrc read: past it, one a
 // call made is moved aside.
 const maxLauncherFile = 1 << 20
 
-// launchers returns the launcher elements of root that exist.
-func launchers(root string) []element {
+// maxHiddenLockfile bounds node_modules/.package-lock.json read: npm
+// writes every installed package there, megabytes in a large project.
+const maxHiddenLockfile = 64 << 20
+
+// maxLauncherPackages bounds the packages (at every depth of
+// node_modules) whose package.json names are remembered; past it the
+// rest are not judged.
+const maxLauncherPackages = 200_000
+
+// settled reports whether what was read of a path whose state is id may be
+// used again while id stays: a change within a coarse timestamp's tick
+// moves no time, so a state younger than a second is read again.
+func settled(id ident) bool { return time.Now().UnixNano()-id.Ctime > int64(time.Second) }
+
+// launchCache is what launchers remembers of each root between calls, so
+// that a Begin or End costs what changed there, not what exists: the
+// listings it read, each with the state of the directory then (read again
+// only when the directory's own times move: an entry added, removed or
+// renamed), and the package.json name of every package in node_modules,
+// each with the state of its package.json (a file rewritten in place
+// moves only its own times, so those are looked at every time).
+type launchCache map[string]*rootLaunch
+
+type rootLaunch struct {
+	top, bin listCache
+	mods     modulesDir
+	lock     fileRisk
+	files    map[string]fileRisk // package.json, .npmrc
+}
+
+// listCache is a directory's names, as read when it was id.
+type listCache struct {
+	id    ident
+	names []string
+}
+
+// names lists the directory at path, again only when it changed; a
+// directory that is not there (or is no directory) lists nothing.
+func (c *listCache) list(path string, id ident) []string {
+	did := id
+	did.Size = 0
+	if c.id.exists() && c.id == did && settled(id) {
+		return c.names
+	}
+	*c = listCache{}
+	if !id.isDir() {
+		return nil
+	}
+	ents, lid, err := listDir(path, 1<<20)
+	if err != nil {
+		return nil
+	}
+	lid.Size = 0
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.name
+	}
+	if lid == did {
+		*c = listCache{id: did, names: names}
+	}
+	return names
+}
+
+// fileRisk is what a file read said, as read when it was id.
+type fileRisk struct {
+	id      ident
+	content []byte
+	odd     string
+	risk    string
+}
+
+// launchers returns the launcher elements of root: those that exist and
+// would run something at the user's next start, and the project's
+// package.json and .npmrc, judged by what they say when a call made or
+// changed them. cache, if set, is what earlier calls read.
+func launchers(root string, cache launchCache) []element {
+	rl := cache[root]
+	if rl == nil {
+		rl = &rootLaunch{files: map[string]fileRisk{}}
+		if cache != nil {
+			cache[root] = rl
+		}
+	}
 	var out []element
-	paths := make([]string, 0, len(launcherPaths)+1)
-	for _, rel := range launcherPaths {
-		paths = append(paths, filepath.Join(root, rel))
+	for _, name := range launcherFiles {
+		p := filepath.Join(root, name)
+		id, err := lstatIdent(p)
+		if err != nil || !id.exists() {
+			delete(rl.files, name)
+			continue
+		}
+		e := element{role: roleLauncher, path: p, id: id, user: true}
+		if !id.isReg() {
+			e.odd = "it is not a regular file"
+			out = append(out, e)
+			continue
+		}
+		f, ok := rl.files[name]
+		if !ok || f.id.Dev != id.Dev || f.id.Ino != id.Ino || f.id.Size != id.Size || f.id.Mtime != id.Mtime || f.id.Ctime != id.Ctime || !settled(id) {
+			b, rid, err := readRegular(p, maxLauncherFile)
+			f = fileRisk{id: rid}
+			if err != nil {
+				f.odd = err.Error()
+			} else {
+				f.content = b
+				f.id.Sum = contentSum(b)
+			}
+			rl.files[name] = f
+		}
+		e.id, e.content, e.odd = f.id, f.content, f.odd
+		out = append(out, e)
 	}
-	for _, name := range pythonModules(root) {
-		paths = append(paths, filepath.Join(root, name))
+	rid, err := lstatIdent(root)
+	if err != nil {
+		return out
 	}
-	for _, p := range paths {
+	for _, name := range rl.top.list(root, rid) {
+		p := filepath.Join(root, name)
+		why := pythonRisk(p, name)
+		if why == "" {
+			continue
+		}
 		id, err := lstatIdent(p)
 		if err != nil || !id.exists() {
 			continue
 		}
-		e := element{role: roleLauncher, path: p, id: id, user: true}
-		switch {
-		case id.isDir():
+		e := element{role: roleLauncher, path: p, id: id, user: true, launch: why}
+		if id.isDir() {
 			budget := maxStrayEntries
 			sum, err := treeSum(p, id, 0, &budget)
 			if err != nil {
 				sum = unreadSum
 			}
 			e.id.Sum = sum
-		case isLauncherFile(p) && id.isReg():
-			b, rid, err := readRegular(p, maxLauncherFile)
-			if err != nil {
-				e.odd = err.Error()
-				break
-			}
-			e.id, e.content = rid, b
-			e.id.Sum = contentSum(b)
-		case isLauncherFile(p):
-			e.odd = "it is not a regular file"
 		}
 		out = append(out, e)
 	}
+	nm := filepath.Join(root, "node_modules")
+	nid, _ := lstatIdent(nm)
+	switch {
+	case nid.isLink():
+		out = append(out, element{role: roleLauncher, path: nm, id: nid, user: true,
+			launch: "is a symbolic link, which npx -y nanosandbox-mcp follows, started there, to look for a package of that name (any folder of it, by its package.json) that the sandbox does not read"})
+	case nid.isDir():
+		budget := maxLauncherPackages
+		out = rl.mods.scan(nm, nid, 0, &budget, out)
+		out = rl.binLaunchers(nm, out)
+		out = rl.lockLauncher(nm, out)
+	default:
+		rl.mods, rl.bin, rl.lock = modulesDir{}, listCache{}, fileRisk{}
+	}
 	return out
 }
 
-// isLauncherFile reports whether p is a launcher element judged by what it
-// says rather than by being there.
-func isLauncherFile(p string) bool {
-	b := filepath.Base(p)
-	return (b == "package.json" || b == ".npmrc") && filepath.Base(filepath.Dir(p)) != "node_modules"
+// binLaunchers: a program of node_modules/.bin named nanosandbox-mcp
+// (in any case) is what npx runs before it looks for a package.
+func (rl *rootLaunch) binLaunchers(nm string, out []element) []element {
+	bin := filepath.Join(nm, ".bin")
+	id, _ := lstatIdent(bin)
+	if id.isLink() {
+		rl.bin = listCache{}
+		return append(out, element{role: roleLauncher, path: bin, id: id, user: true,
+			launch: "is a symbolic link: npx -y nanosandbox-mcp runs the program nanosandbox-mcp of the directory it leads to, started there"})
+	}
+	for _, name := range rl.bin.list(bin, id) {
+		if !strings.EqualFold(name, npmName) {
+			continue // npx looks for that name alone (in any case, where the file system folds case)
+		}
+		p := filepath.Join(bin, name)
+		if bid, err := lstatIdent(p); err == nil && bid.exists() {
+			out = append(out, element{role: roleLauncher, path: p, id: bid, user: true,
+				launch: "is what npx -y nanosandbox-mcp runs, started there (npx prefers a program of the directory's node_modules/.bin)"})
+		}
+	}
+	return out
 }
 
-// pythonModules returns the entries at the top of root that python -m
-// nanosandbox_mcp would import instead of the installed package: the name
-// alone (a package, or a namespace), or with any suffix (.py, .pyc, an
-// extension module's .so). Python lists the directory to find them; so
-// does this, up to a bound.
-func pythonModules(root string) []string {
-	f, err := os.Open(root)
-	if err != nil {
-		return nil
+// lockLauncher: npm's hidden lockfile, node_modules/.package-lock.json,
+// is what npx reads for the packages installed there instead of their
+// package.json files, when no folder there is newer than it: an entry
+// in it that names the package nanosandbox-mcp (or gives the folder of
+// one a program) makes npx run that folder's program, whatever the
+// folder holds. One that names nanosandbox-mcp anywhere is a risk; npm
+// writes it anew from node_modules when it is gone.
+func (rl *rootLaunch) lockLauncher(nm string, out []element) []element {
+	p := filepath.Join(nm, ".package-lock.json")
+	id, err := lstatIdent(p)
+	if err != nil || !id.exists() {
+		rl.lock = fileRisk{}
+		return out
 	}
-	defer f.Close()
-	var out []string
-	for n := 0; n < 1<<16; n += 256 {
-		names, err := f.Readdirnames(256)
-		for _, name := range names {
-			if rest, ok := strings.CutPrefix(name, "nanosandbox_mcp"); ok && (rest == "" || rest[0] == '.') {
-				out = append(out, name)
-			}
+	f := rl.lock
+	if !f.id.exists() || f.id.Dev != id.Dev || f.id.Ino != id.Ino || f.id.Size != id.Size || f.id.Mtime != id.Mtime || f.id.Ctime != id.Ctime || !settled(id) {
+		f = fileRisk{id: id}
+		b, rid, err := readRegular(p, maxHiddenLockfile)
+		switch {
+		case err != nil:
+			f.risk = "cannot be read safely (" + err.Error() + "), and npx reads it, started there, for the packages installed there"
+		case containsFold(b, npmName) || bytes.Contains(b, []byte(`\u`)) && jsonHas(b, npmName):
+			f.id = rid
+			f.id.Sum = contentSum(b)
+			f.risk = "names the package nanosandbox-mcp, and npx -y nanosandbox-mcp, started there, runs the program the entry gives of the folder it names instead of the package"
+		default:
+			f.id = rid
+			f.id.Sum = contentSum(b)
 		}
+		rl.lock = f
+	}
+	if f.risk == "" {
+		return out
+	}
+	return append(out, element{role: roleLauncher, path: p, id: f.id, user: true, launch: f.risk})
+}
+
+// jsonHas reports whether a string of the JSON b (keys too, as decoded:
+// escapes and all) holds w, in any case.
+func jsonHas(b []byte, w string) bool {
+	d := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))))
+	for {
+		tok, err := d.Token()
 		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && strings.Contains(strings.ToLower(s), w) {
+			return true
+		}
+	}
+}
+
+// npmName is the package npx -y nanosandbox-mcp asks for.
+const npmName = "nanosandbox-mcp"
+
+// modulesDir is what launchers remembers of a node_modules directory:
+// npx -y nanosandbox-mcp takes any package of the directory's
+// node_modules, at any depth, whose package.json names it
+// nanosandbox-mcp, whatever its folder's name (npm i x@npm:nanosandbox-mcp
+// makes such a folder), and runs its program from node_modules/.bin. npm
+// reads every entry of node_modules but those beginning with a dot, and
+// the packages of @scope directories.
+type modulesDir struct {
+	list   listCache
+	scopes map[string]*listCache
+	pkgs   map[string]*modulePkg // by folder below node_modules: "a", "@s/b"
+}
+
+// modulePkg is a package folder of a node_modules directory: what its
+// package.json said, as read when it was pjID (through a symbolic link,
+// the folder it leads to), and its own node_modules.
+type modulePkg struct {
+	pjPath string
+	pjID   ident
+	risk   string
+	nested *modulesDir
+}
+
+// scan brings d up to date with the node_modules directory at path (id)
+// and adds the packages that would run at the user's next start.
+func (d *modulesDir) scan(path string, id ident, depth int, budget *int, out []element) []element {
+	if d.pkgs == nil {
+		d.pkgs, d.scopes = map[string]*modulePkg{}, map[string]*listCache{}
+	}
+	var folders []string
+	seenScope := map[string]bool{}
+	for _, name := range d.list.list(path, id) {
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		if strings.HasPrefix(name, "@") {
+			sc := d.scopes[name]
+			if sc == nil {
+				sc = &listCache{}
+				d.scopes[name] = sc
+			}
+			seenScope[name] = true
+			sp := filepath.Join(path, name)
+			sid, _ := lstatIdent(sp)
+			if !sid.isDir() {
+				folders = append(folders, name) // a link: a scope elsewhere
+				continue
+			}
+			for _, n := range sc.list(sp, sid) {
+				if !strings.HasPrefix(n, ".") {
+					folders = append(folders, name+"/"+n)
+				}
+			}
+			continue
+		}
+		folders = append(folders, name)
+	}
+	for name := range d.scopes {
+		if !seenScope[name] {
+			delete(d.scopes, name)
+		}
+	}
+	seen := make(map[string]bool, len(folders))
+	for _, f := range folders {
+		if *budget <= 0 {
 			break
 		}
+		*budget--
+		seen[f] = true
+		p := d.pkgs[f]
+		if p == nil {
+			p = &modulePkg{}
+			d.pkgs[f] = p
+		}
+		out = p.scan(filepath.Join(path, f), f, depth, budget, out)
+	}
+	for f := range d.pkgs {
+		if !seen[f] {
+			delete(d.pkgs, f)
+		}
 	}
 	return out
+}
+
+// scan reads what the package folder at path (folder below node_modules)
+// names itself, again only when its package.json changed, and looks into
+// its own node_modules.
+func (p *modulePkg) scan(path, folder string, depth int, budget *int, out []element) []element {
+	pj := filepath.Join(path, "package.json")
+	id, _ := lstatIdent(path)
+	if id.isLink() {
+		// npm follows it to the package it leads to.
+		if t, err := canonical(path); err == nil {
+			pj = filepath.Join(t, "package.json")
+		} else {
+			pj = ""
+		}
+	}
+	var pjID ident
+	if pj != "" {
+		pjID, _ = lstatIdent(pj)
+	}
+	if pj != p.pjPath || !pjID.exists() || pjID != p.pjID || !settled(pjID) {
+		p.pjPath, p.pjID, p.risk = pj, pjID, moduleRisk(pj, pjID)
+	}
+	if depth == 0 && strings.EqualFold(folder, npmName) && id.exists() {
+		// The folder npx looked in by name before it looked by
+		// package.json: judged by being there, as it was.
+		p.risk = "is what npx -y nanosandbox-mcp runs, started there (npx prefers a package in the directory's node_modules)"
+	}
+	if p.risk != "" {
+		e := element{role: roleLauncher, path: path, id: id, user: true, launch: p.risk}
+		if id.isDir() {
+			budget := maxStrayEntries
+			sum, err := treeSum(path, id, 0, &budget)
+			if err != nil {
+				sum = unreadSum
+			}
+			e.id.Sum = sum
+		}
+		out = append(out, e)
+	}
+	if !id.isDir() || depth >= maxIncludeDepth {
+		p.nested = nil
+		return out
+	}
+	nm := filepath.Join(path, "node_modules")
+	nid, _ := lstatIdent(nm)
+	if !nid.isDir() {
+		p.nested = nil
+		if nid.isLink() {
+			out = append(out, element{role: roleLauncher, path: nm, id: nid, user: true,
+				launch: "is a symbolic link, which npx -y nanosandbox-mcp follows, started there, to look for a package of that name that the sandbox does not read"})
+		}
+		return out
+	}
+	if p.nested == nil {
+		p.nested = &modulesDir{}
+	}
+	return p.nested.scan(nm, nid, depth+1, budget, out)
+}
+
+// moduleRisk says why the package whose package.json is at pj (in the
+// state id) would run at the user's next start: its name is
+// nanosandbox-mcp, in any case or escape, or it cannot be read safely.
+// One that is not there, or is not JSON, names nothing.
+func moduleRisk(pj string, id ident) string {
+	if pj == "" || !id.exists() {
+		return ""
+	}
+	b, _, err := readRegular(pj, maxLauncherFile)
+	if err != nil {
+		return "has a package.json that cannot be read safely (" + err.Error() + "), and npx -y nanosandbox-mcp, started there, takes any package of node_modules whose package.json names it so"
+	}
+	if packageNamed(b) {
+		return "is named nanosandbox-mcp by its package.json, and npx -y nanosandbox-mcp, started there, runs the program of any package of node_modules so named (whatever its folder) instead of the package"
+	}
+	return ""
+}
+
+// packageNamed reports whether a package.json's top-level "name", in any
+// spelling of the key (duplicates included), holds nanosandbox-mcp in any
+// case.
+func packageNamed(b []byte) bool {
+	if !containsFold(b, "nanosandbox") && !bytes.Contains(b, []byte(`\u`)) {
+		return false // the common case: nothing to decode
+	}
+	d := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))))
+	depth, key := 0, true
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				depth++
+			} else {
+				depth--
+			}
+			key = depth == 1
+			continue
+		case string:
+			if depth == 1 && key && strings.EqualFold(t, "name") {
+				v, err := d.Token()
+				if err != nil {
+					return false
+				}
+				if s, ok := v.(string); ok && strings.Contains(strings.ToLower(s), npmName) {
+					return true
+				}
+				if dl, ok := v.(json.Delim); ok && (dl == '{' || dl == '[') {
+					depth++
+					key = false
+					continue
+				}
+				key = true
+				continue
+			}
+		}
+		if depth == 1 {
+			key = !key
+		}
+	}
+}
+
+// pythonStartup are the modules python -m imports from sys.path once the
+// directory it starts in is first on it, before the module asked for
+// runs: runpy and what it imports (importlib.machinery and util, and what
+// those import), unless site loaded them first. Measured with -X
+// importtime and a module planted in the directory, for 3.8 to 3.13 in a
+// virtual environment (as uvx makes, where site loads least), and read
+// from runpy and importlib for 3.14; C modules a build keeps in
+// lib-dynload (_heapq) are imported from sys.path as any other. Each, as
+// a module or package at the top of the directory, runs as the user
+// before our __main__ can drop the directory from sys.path.
+var pythonStartup = map[string]bool{
+	"runpy": true, "importlib": true, "types": true, "warnings": true, "contextlib": true,
+	"functools": true, "collections": true, "keyword": true, "operator": true, "reprlib": true,
+	"pkgutil": true, "weakref": true, "_weakrefset": true, "heapq": true, "_heapq": true,
+	"enum": true, "re": true, "sre_compile": true, "sre_constants": true, "sre_parse": true,
+	"copyreg": true, "typing": true, "threading": true, "_threading_local": true,
+}
+
+// pythonRisk says why the entry name at the top of a root (at p) is what
+// python -m nanosandbox_mcp would run or read, started there, or "":
+//
+//   - a name whose PEP 503 form begins with nanosandbox-mcp, but that
+//     form itself (a directory named nanosandbox-mcp, a clone of this
+//     project, is nothing python imports or reads): the package
+//     (nanosandbox_mcp, .py, .pyc, an extension module), its metadata
+//     (NanoSandbox.MCP-1.0.dist-info, egg-info, egg-link), which
+//     importlib.metadata and entry points find in every sys.path entry;
+//   - a module of pythonStartup in a form the import system takes:
+//     NAME.py, NAME.pyc, NAME.*.so, or a package directory NAME holding
+//     an __init__ of those (one without is a namespace portion, which
+//     the standard library's module wins over).
+func pythonRisk(p, name string) string {
+	if strings.Contains(name, quarantineSuffix) {
+		return "" // moved aside: no name python imports or reads
+	}
+	if n := pep503(name); strings.HasPrefix(n, "nanosandbox-mcp") && n != name {
+		return "is what python -m nanosandbox_mcp imports or reads (the package, or its metadata), started there (the directory it starts in comes first on sys.path), instead of the installed package"
+	}
+	mod, rest, _ := strings.Cut(name, ".")
+	if !pythonStartup[mod] {
+		return ""
+	}
+	const why = "is a module python imports while it starts (python -m nanosandbox_mcp puts the directory it starts in first on sys.path before runpy loads the standard library's %s), so it runs before the launcher's own code"
+	switch {
+	case rest == "":
+		id, err := lstatIdent(p)
+		if err != nil || !id.isDir() {
+			if id.isLink() {
+				return fmt.Sprintf(why, mod)
+			}
+			return ""
+		}
+		ents, _, err := listDir(p, 1<<16)
+		if err != nil {
+			return fmt.Sprintf(why, mod) // cannot tell: an __init__ may be among them
+		}
+		for _, e := range ents {
+			if i, r, _ := strings.Cut(e.name, "."); i == "__init__" && pythonSuffix(r) {
+				return fmt.Sprintf(why, mod)
+			}
+		}
+		return ""
+	case pythonSuffix(rest):
+		if id, err := lstatIdent(p); err == nil && !id.isDir() {
+			return fmt.Sprintf(why, mod)
+		}
+	}
+	return ""
+}
+
+// pythonSuffix reports whether what follows a module's name and a dot is
+// a suffix python imports a module from: py, pyc, or an extension
+// module's (cpython-311-x86_64-linux-gnu.so, abi3.so, so).
+func pythonSuffix(rest string) bool {
+	return rest == "py" || rest == "pyc" || rest == "so" || strings.HasSuffix(rest, ".so")
+}
+
+// pep503 is name as PEP 503 normalises a distribution's: lower case, each
+// run of "-", "_" and "." one "-".
+func pep503(name string) string {
+	var b strings.Builder
+	sep := false
+	for _, r := range strings.ToLower(name) {
+		if r == '-' || r == '_' || r == '.' {
+			sep = true
+			continue
+		}
+		if sep && b.Len() > 0 {
+			b.WriteByte('-')
+		}
+		sep = false
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // launcherRisk says what a launcher element that a call made or changed
@@ -116,22 +589,16 @@ func launcherRisk(e element) string {
 	if e.odd != "" {
 		return "cannot be read safely (" + e.odd + "), and npx reads it when it starts this server"
 	}
+	if e.launch != "" {
+		return e.launch
+	}
 	switch filepath.Base(e.path) {
 	case "package.json":
-		if !isLauncherFile(e.path) {
-			break
-		}
 		return packageRisk(e.content)
 	case ".npmrc":
-		if !isLauncherFile(e.path) {
-			break
-		}
 		return npmrcRisk(e.content)
 	}
-	if strings.HasPrefix(filepath.Base(e.path), "nanosandbox_mcp") {
-		return "is what python -m nanosandbox_mcp imports, started there (the directory it starts in comes first on sys.path), instead of the installed package"
-	}
-	return "is what npx -y nanosandbox-mcp runs, started there (npx prefers a package in the directory's node_modules)"
+	return ""
 }
 
 // packageRisk: a package.json that gives the project a program named
