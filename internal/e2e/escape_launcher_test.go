@@ -33,6 +33,31 @@ func TestEscapeLauncherInputs(t *testing.T) {
 			}},
 		{"a nanosandbox_mcp module", `printf 'open(%s, "w").write("ran")\n' "'$MARK'" > nanosandbox_mcp.py`, "nanosandbox_mcp.py", "python3",
 			func(e *env, pkg string) []string { return []string{"python3", "-m", "nanosandbox_mcp", "--version"} }},
+		// npx takes any package of node_modules whose package.json names
+		// it nanosandbox-mcp, whatever its folder, and runs its program
+		// from node_modules/.bin.
+		{"a package of another folder named nanosandbox-mcp", `mkdir -p node_modules/zzz node_modules/.bin && printf '#!/bin/sh\ntouch %s\n' "$MARK" > node_modules/zzz/x && chmod +x node_modules/zzz/x && echo '{"name":"nanosandbox-mcp","version":"1.0.0","bin":{"x":"x"}}' > node_modules/zzz/package.json && ln -s ../zzz/x node_modules/.bin/x`, "node_modules/zzz", "npx",
+			func(e *env, pkg string) []string {
+				return []string{"npx", "-y", "--offline", "nanosandbox-mcp", "--version"}
+			}},
+		// npm's hidden lockfile, newer than every folder, is read instead
+		// of their package.json files: an entry naming nanosandbox-mcp
+		// gives any folder a program, here a file of the workspace.
+		{"the hidden lockfile naming a folder nanosandbox-mcp", `printf '#!/bin/sh\ntouch %s\n' "$MARK" > x.sh && chmod +x x.sh && mkdir -p node_modules/zzz && echo '{"name":"zzz","version":"1.0.0"}' > node_modules/zzz/package.json && sleep 1.1 && echo '{"lockfileVersion":3,"requires":true,"packages":{"node_modules/zzz":{"name":"nanosandbox-mcp","version":"1.0.0","bin":{"./x.sh":"x"}}}}' > node_modules/.package-lock.json`, "node_modules/.package-lock.json", "npx",
+			func(e *env, pkg string) []string {
+				return []string{"npx", "-y", "--offline", "nanosandbox-mcp", "--version"}
+			}},
+		// python -m imports runpy, and what runpy imports, from the
+		// directory it starts in before the module asked for runs: in
+		// a virtual environment (uvx's), site has loaded none of them.
+		{"a standard library package importlib", `mkdir importlib && printf 'open(%s, "w").write("ran")\n' "'$MARK'" > importlib/__init__.py`, "importlib", "python3",
+			func(e *env, pkg string) []string {
+				return []string{venvPython(e), "-m", "nanosandbox_mcp", "--version"}
+			}},
+		{"a standard library module collections.py", `printf 'open(%s, "w").write("ran")\n' "'$MARK'" > collections.py`, "collections.py", "python3",
+			func(e *env, pkg string) []string {
+				return []string{venvPython(e), "-m", "nanosandbox_mcp", "--version"}
+			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := exec.LookPath(tt.tool); err != nil {
@@ -95,6 +120,21 @@ func TestEscapeLauncherInputs(t *testing.T) {
 	}
 }
 
+// venvPython makes a virtual environment, as uvx does, and returns its
+// python.
+func venvPython(e *env) string {
+	e.t.Helper()
+	dir := filepath.Join(e.home, "venv")
+	py := filepath.Join(dir, "bin", "python")
+	if _, err := os.Lstat(py); err == nil {
+		return py
+	}
+	if out, err := exec.Command("python3", "-m", "venv", "--without-pip", dir).CombinedOutput(); err != nil {
+		e.t.Skipf("python3 -m venv: %v\n%s", err, out)
+	}
+	return py
+}
+
 // standInPackage packs a package whose program stands in for the
 // launcher, for npx to install from a file as it would from a registry.
 func standInPackage(t *testing.T, e *env) string {
@@ -122,6 +162,31 @@ func TestLauncherHonestFilesKept(t *testing.T) {
 		t.Fatalf("status %d, stderr:\n%s", code, stderr)
 	}
 	for _, p := range []string{"package.json", ".npmrc"} {
+		if _, err := os.Lstat(filepath.Join(e.ws, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// An honest npm install of a package during a call (its folder, its
+// program in node_modules/.bin, npm's hidden lockfile, the project's
+// package.json and package-lock.json): nothing is moved, no note.
+func TestLauncherHonestNpmInstallKept(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skipf("no npm here: %v", err)
+	}
+	e := plantEnv(t)
+	tgz := standInPackage(t, e)
+	b, err := os.ReadFile(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(filepath.Join(e.ws, "stand-in-1.0.0.tgz"), string(b), 0o644)
+	_, stderr, code := e.sh(`npm_config_cache="$PWD/.npm-cache" npm install --offline --no-audit --no-fund ./stand-in-1.0.0.tgz && ls node_modules/.bin/stand-in node_modules/.package-lock.json && echo done`)
+	if code != 0 || strings.Contains(stderr, "aside") {
+		t.Fatalf("status %d, stderr:\n%s", code, stderr)
+	}
+	for _, p := range []string{"node_modules/stand-in/package.json", "node_modules/.bin/stand-in", "node_modules/.package-lock.json", "package.json"} {
 		if _, err := os.Lstat(filepath.Join(e.ws, p)); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
