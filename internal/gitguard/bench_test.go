@@ -1,6 +1,7 @@
 package gitguard
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,4 +141,50 @@ func BenchmarkCallIndex(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkLaunchers is what every Begin and End pays for the launchers of
+// a root: one of 5,000 entries (and a types/ directory), with and without
+// a node_modules of 1,000 packages (a .bin link each, a hidden lockfile),
+// none of which changed since the last call.
+func BenchmarkLaunchers(b *testing.B) {
+	dir := b.TempDir()
+	mk := func(p, s string) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 5000; i++ {
+		mk(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), "x")
+	}
+	mk(filepath.Join(dir, "types", "index.ts"), "x")
+	mk(filepath.Join(dir, "package.json"), `{"name":"app"}`)
+	time.Sleep(1100 * time.Millisecond) // settled
+	b.Run("no node_modules", func(b *testing.B) {
+		cache := launchCache{}
+		for i := 0; i < b.N; i++ {
+			launchers(dir, cache)
+		}
+	})
+	for i := 0; i < 1000; i++ {
+		p := fmt.Sprintf("p%d", i)
+		mk(filepath.Join(dir, "node_modules", p, "package.json"), `{"name":"`+p+`","version":"1.0.0"}`)
+		if err := os.MkdirAll(filepath.Join(dir, "node_modules", ".bin"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Symlink("../"+p+"/x", filepath.Join(dir, "node_modules", ".bin", p)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mk(filepath.Join(dir, "node_modules", ".package-lock.json"), `{"lockfileVersion":3}`)
+	time.Sleep(1100 * time.Millisecond)
+	b.Run("1000 packages", func(b *testing.B) {
+		cache := launchCache{}
+		for i := 0; i < b.N; i++ {
+			launchers(dir, cache)
+		}
+	})
 }

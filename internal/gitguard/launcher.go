@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // npx -y nanosandbox-mcp, the README's way to start the server, and
@@ -78,19 +80,22 @@ type rootLaunch struct {
 	files    map[string]fileRisk // package.json, .npmrc
 }
 
-// listCache is a directory's names, as read when it was id.
+// listCache is a directory's entries (names and kinds), as read when it
+// was id, and those of them picked (pickedBy) since.
 type listCache struct {
-	id    ident
-	names []string
+	id     ident
+	ents   []dirEntry
+	picked []dirEntry
+	pickOK bool
 }
 
-// names lists the directory at path, again only when it changed; a
+// list lists the directory at path (id), again only when it changed; a
 // directory that is not there (or is no directory) lists nothing.
-func (c *listCache) list(path string, id ident) []string {
+func (c *listCache) list(path string, id ident) []dirEntry {
 	did := id
 	did.Size = 0
 	if c.id.exists() && c.id == did && settled(id) {
-		return c.names
+		return c.ents
 	}
 	*c = listCache{}
 	if !id.isDir() {
@@ -101,14 +106,28 @@ func (c *listCache) list(path string, id ident) []string {
 		return nil
 	}
 	lid.Size = 0
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.name
-	}
 	if lid == did {
-		*c = listCache{id: did, names: names}
+		*c = listCache{id: did, ents: ents}
 	}
-	return names
+	return ents
+}
+
+// pickedBy is list, keeping only the entries whose name pick takes: the
+// choice is made once per listing read.
+func (c *listCache) pickedBy(path string, id ident, pick func(string) bool) []dirEntry {
+	before := c.id
+	ents := c.list(path, id)
+	if c.pickOK && c.id == before && c.id.exists() {
+		return c.picked
+	}
+	var out []dirEntry
+	for _, e := range ents {
+		if pick(e.name) {
+			out = append(out, e)
+		}
+	}
+	c.picked, c.pickOK = out, c.id.exists()
+	return out
 }
 
 // fileRisk is what a file read said, as read when it was id.
@@ -164,7 +183,8 @@ func launchers(root string, cache launchCache) []element {
 	if err != nil {
 		return out
 	}
-	for _, name := range rl.top.list(root, rid) {
+	for _, en := range rl.top.pickedBy(root, rid, pythonCandidate) {
+		name := en.name
 		p := filepath.Join(root, name)
 		why := pythonRisk(p, name)
 		if why == "" {
@@ -212,11 +232,10 @@ func (rl *rootLaunch) binLaunchers(nm string, out []element) []element {
 		return append(out, element{role: roleLauncher, path: bin, id: id, user: true,
 			launch: "is a symbolic link: npx -y nanosandbox-mcp runs the program nanosandbox-mcp of the directory it leads to, started there"})
 	}
-	for _, name := range rl.bin.list(bin, id) {
-		if !strings.EqualFold(name, npmName) {
-			continue // npx looks for that name alone (in any case, where the file system folds case)
-		}
-		p := filepath.Join(bin, name)
+	// npx looks for that name alone (in any case, where the file
+	// system folds case).
+	for _, en := range rl.bin.pickedBy(bin, id, func(n string) bool { return strings.EqualFold(n, npmName) }) {
+		p := filepath.Join(bin, en.name)
 		if bid, err := lstatIdent(p); err == nil && bid.exists() {
 			out = append(out, element{role: roleLauncher, path: p, id: bid, user: true,
 				launch: "is what npx -y nanosandbox-mcp runs, started there (npx prefers a program of the directory's node_modules/.bin)"})
@@ -300,6 +319,7 @@ type modulePkg struct {
 	pjPath string
 	pjID   ident
 	risk   string
+	dirID  ident // the folder, when its node_modules was looked for
 	nested *modulesDir
 }
 
@@ -309,38 +329,44 @@ func (d *modulesDir) scan(path string, id ident, depth int, budget *int, out []e
 	if d.pkgs == nil {
 		d.pkgs, d.scopes = map[string]*modulePkg{}, map[string]*listCache{}
 	}
-	var folders []string
+	var folders []dirEntry
 	seenScope := map[string]bool{}
-	for _, name := range d.list.list(path, id) {
+	for _, en := range d.list.list(path, id) {
+		name := en.name
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		if strings.HasPrefix(name, "@") {
+		if strings.HasPrefix(name, "@") && en.id.isDir() {
 			sc := d.scopes[name]
 			if sc == nil {
 				sc = &listCache{}
 				d.scopes[name] = sc
 			}
 			seenScope[name] = true
-			sp := filepath.Join(path, name)
+			sp := path + "/" + name
 			sid, _ := lstatIdent(sp)
-			if !sid.isDir() {
-				folders = append(folders, name) // a link: a scope elsewhere
-				continue
-			}
 			for _, n := range sc.list(sp, sid) {
-				if !strings.HasPrefix(n, ".") {
-					folders = append(folders, name+"/"+n)
+				if !strings.HasPrefix(n.name, ".") {
+					folders = append(folders, dirEntry{name: name + "/" + n.name, id: n.id})
 				}
 			}
 			continue
 		}
-		folders = append(folders, name)
+		folders = append(folders, en)
 	}
 	for name := range d.scopes {
 		if !seenScope[name] {
 			delete(d.scopes, name)
 		}
+	}
+	// Each package's files are looked at through the directory, opened
+	// once: a path walked from the root for each costs several times as
+	// much. What is read is opened refusing symlinks (moduleRisk).
+	dfd, err := openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	if err != nil {
+		dfd = -1
+	} else {
+		defer unix.Close(dfd)
 	}
 	seen := make(map[string]bool, len(folders))
 	for _, f := range folders {
@@ -348,13 +374,13 @@ func (d *modulesDir) scan(path string, id ident, depth int, budget *int, out []e
 			break
 		}
 		*budget--
-		seen[f] = true
-		p := d.pkgs[f]
+		seen[f.name] = true
+		p := d.pkgs[f.name]
 		if p == nil {
 			p = &modulePkg{}
-			d.pkgs[f] = p
+			d.pkgs[f.name] = p
 		}
-		out = p.scan(filepath.Join(path, f), f, depth, budget, out)
+		out = p.scan(dfd, path, f.name, f.id.Kind, depth, budget, out)
 	}
 	for f := range d.pkgs {
 		if !seen[f] {
@@ -367,10 +393,26 @@ func (d *modulesDir) scan(path string, id ident, depth int, budget *int, out []e
 // scan reads what the package folder at path (folder below node_modules)
 // names itself, again only when its package.json changed, and looks into
 // its own node_modules.
-func (p *modulePkg) scan(path, folder string, depth int, budget *int, out []element) []element {
-	pj := filepath.Join(path, "package.json")
-	id, _ := lstatIdent(path)
-	if id.isLink() {
+func (p *modulePkg) scan(dfd int, dir, folder string, kind uint32, depth int, budget *int, out []element) []element {
+	path := dir + "/" + folder
+	pj := path + "/package.json"
+	at := func(rel string) ident {
+		if dfd < 0 {
+			id, _ := lstatIdent(filepath.Join(path, rel))
+			return id
+		}
+		var st unix.Stat_t
+		name := folder
+		if rel != "" {
+			name += "/" + rel
+		}
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return ident{}
+		}
+		return identOf(&st)
+	}
+	var pjID ident
+	if kind == unix.S_IFLNK {
 		// npm follows it to the package it leads to.
 		if t, err := canonical(path); err == nil {
 			pj = filepath.Join(t, "package.json")
@@ -378,12 +420,18 @@ func (p *modulePkg) scan(path, folder string, depth int, budget *int, out []elem
 			pj = ""
 		}
 	}
-	var pjID ident
-	if pj != "" {
+	switch {
+	case kind == unix.S_IFDIR:
+		pjID = at("package.json")
+	case pj != "":
 		pjID, _ = lstatIdent(pj)
 	}
 	if pj != p.pjPath || !pjID.exists() || pjID != p.pjID || !settled(pjID) {
 		p.pjPath, p.pjID, p.risk = pj, pjID, moduleRisk(pj, pjID)
+	}
+	var id ident
+	if p.risk != "" || depth == 0 && strings.EqualFold(folder, npmName) {
+		id, _ = lstatIdent(path)
 	}
 	if depth == 0 && strings.EqualFold(folder, npmName) && id.exists() {
 		// The folder npx looked in by name before it looked by
@@ -402,12 +450,20 @@ func (p *modulePkg) scan(path, folder string, depth int, budget *int, out []elem
 		}
 		out = append(out, e)
 	}
-	if !id.isDir() || depth >= maxIncludeDepth {
+	if kind != unix.S_IFDIR || depth >= maxIncludeDepth {
 		p.nested = nil
 		return out
 	}
-	nm := filepath.Join(path, "node_modules")
-	nid, _ := lstatIdent(nm)
+	// Its own node_modules is looked for when the folder changed (one
+	// made there moves the folder's times) or was there before: a
+	// lookup of a name that is not there costs more than one of the
+	// folder itself.
+	nm := path + "/node_modules"
+	var nid ident
+	if did := at(""); p.nested != nil || did != p.dirID || !settled(did) {
+		p.dirID = did
+		nid = at("node_modules")
+	}
 	if !nid.isDir() {
 		p.nested = nil
 		if nid.isLink() {
@@ -555,6 +611,13 @@ func pythonRisk(p, name string) string {
 		}
 	}
 	return ""
+}
+
+// pythonCandidate reports whether pythonRisk may find name a risk, by
+// its name alone.
+func pythonCandidate(name string) bool {
+	mod, _, _ := strings.Cut(name, ".")
+	return pythonStartup[mod] || len(name) >= len("nanosandbox") && strings.EqualFold(name[:len("nanosandbox")], "nanosandbox")
 }
 
 // pythonSuffix reports whether what follows a module's name and a dot is

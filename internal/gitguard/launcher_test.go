@@ -156,6 +156,7 @@ func TestLauncherPythonNames(t *testing.T) {
 		{"mkdir nanosandbox_mcp-0.1.egg-info", "nanosandbox_mcp-0.1.egg-info"},
 		{"touch nanosandbox-mcp.egg-link", "nanosandbox-mcp.egg-link"},
 		{"ln -s /tmp warnings", "warnings"},
+		{"mkdir nanosandbox_mcp", "nanosandbox_mcp"},
 	} {
 		t.Run(tt.moved, func(t *testing.T) {
 			f := newFixture(t)
