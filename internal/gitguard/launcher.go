@@ -548,17 +548,19 @@ func packageNamed(b []byte) bool {
 // runs: runpy and what it imports (importlib.machinery and util, and what
 // those import), unless site loaded them first. Measured with -X
 // importtime and a module planted in the directory, for 3.8 to 3.13 in a
-// virtual environment (as uvx makes, where site loads least), and read
-// from runpy and importlib for 3.14; C modules a build keeps in
-// lib-dynload (_heapq) are imported from sys.path as any other. Each, as
-// a module or package at the top of the directory, runs as the user
-// before our __main__ can drop the directory from sys.path.
+// virtual environment (as uvx makes, where site loads least: 3.8 and 3.9
+// import the most, pkgutil, weakref, re, typing..., 3.13 only importlib
+// and types), and read from runpy and importlib.util for 3.14; C modules
+// a build keeps in lib-dynload (_heapq) are imported from sys.path as any
+// other. Each, as a module or package at the top of the directory, runs
+// as the user before our __main__ can drop the directory from sys.path.
+// Other names (test.py, code.py) stay.
 var pythonStartup = map[string]bool{
 	"runpy": true, "importlib": true, "types": true, "warnings": true, "contextlib": true,
 	"functools": true, "collections": true, "keyword": true, "operator": true, "reprlib": true,
 	"pkgutil": true, "weakref": true, "_weakrefset": true, "heapq": true, "_heapq": true,
 	"enum": true, "re": true, "sre_compile": true, "sre_constants": true, "sre_parse": true,
-	"copyreg": true, "typing": true, "threading": true, "_threading_local": true,
+	"copyreg": true, "typing": true,
 }
 
 // pythonRisk says why the entry name at the top of a root (at p) is what

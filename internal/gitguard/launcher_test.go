@@ -174,7 +174,9 @@ func TestLauncherPythonNames(t *testing.T) {
 	// before the standard library's; one that gains an __init__ is.
 	f := newFixture(t)
 	f.start()
-	if notes := f.call("mkdir types && touch types/index.ts test.py code.py types.ts typing.md && mkdir nanosandbox-mcp venv"); len(notes) != 0 {
+	// What an agent writes, a virtual environment, and what pip install
+	// --target . of a package leaves (six.py and its metadata) stay.
+	if notes := f.call("mkdir types && touch types/index.ts test.py code.py types.ts typing.md six.py && mkdir nanosandbox-mcp six-1.16.0.dist-info && { python3 -m venv --without-pip .venv || mkdir -p .venv/lib; }"); len(notes) != 0 {
 		t.Errorf("honest files: %q", notes)
 	}
 	if notes := f.call("touch types/__init__.py"); !strings.Contains(strings.Join(notes, "\n"), "moved types aside") {
