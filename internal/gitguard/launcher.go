@@ -78,6 +78,9 @@ type rootLaunch struct {
 	mods     modulesDir
 	lock     fileRisk
 	files    map[string]fileRisk // package.json, .npmrc
+	// pyDirs are the directories of pythonStartup names found without an
+	// __init__ (namespace portions), as they were.
+	pyDirs map[string]ident
 }
 
 // listCache is a directory's entries (names and kinds), as read when it
@@ -183,15 +186,24 @@ func launchers(root string, cache launchCache) []element {
 	if err != nil {
 		return out
 	}
+	pyDirs := map[string]ident{}
+	defer func() { rl.pyDirs = pyDirs }()
 	for _, en := range rl.top.pickedBy(root, rid, pythonCandidate) {
 		name := en.name
 		p := filepath.Join(root, name)
-		why := pythonRisk(p, name)
-		if why == "" {
-			continue
-		}
 		id, err := lstatIdent(p)
 		if err != nil || !id.exists() {
+			continue
+		}
+		if c, ok := rl.pyDirs[name]; ok && c == id && settled(id) {
+			pyDirs[name] = id
+			continue // a directory without an __init__, as it was
+		}
+		why := pythonRisk(p, name)
+		if why == "" {
+			if id.isDir() {
+				pyDirs[name] = id
+			}
 			continue
 		}
 		e := element{role: roleLauncher, path: p, id: id, user: true, launch: why}
