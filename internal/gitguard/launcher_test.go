@@ -183,3 +183,26 @@ func TestLauncherPythonNames(t *testing.T) {
 		t.Errorf("types gained an __init__.py: notes %q", notes)
 	}
 }
+
+// TestPackageNamed: only the top-level name counts (in any spelling of
+// the key, duplicates included), not a dependency or a nested key.
+func TestPackageNamed(t *testing.T) {
+	for _, tt := range []struct {
+		json string
+		want bool
+	}{
+		{`{"name":"nanosandbox-mcp"}`, true},
+		{`{"name":"app","name":"NanoSandbox-MCP"}`, true},
+		{`{"Name":"nanosandbox-mcp"}`, true},
+		{`{"name":"nanos\u0061ndbox-mcp"}`, true},
+		{`{"name":"app","dependencies":{"nanosandbox-mcp":"1.0.0"}}`, false},
+		{`{"name":"app","x":{"name":"nanosandbox-mcp"}}`, false},
+		{`{"x":["nanosandbox-mcp"],"name":"app"}`, false},
+		{`{"name":{"nanosandbox-mcp":1}}`, false},
+		{`{"name":"app","description":"nanosandbox-mcp"}`, false},
+	} {
+		if got := packageNamed([]byte(tt.json)); got != tt.want {
+			t.Errorf("packageNamed(%s) = %v, want %v", tt.json, got, tt.want)
+		}
+	}
+}
