@@ -155,7 +155,7 @@ func TestLauncherPythonNames(t *testing.T) {
 		{"mkdir NanoSandbox.MCP-1.0.dist-info && touch NanoSandbox.MCP-1.0.dist-info/METADATA", "NanoSandbox.MCP-1.0.dist-info"},
 		{"mkdir nanosandbox_mcp-0.1.egg-info", "nanosandbox_mcp-0.1.egg-info"},
 		{"touch nanosandbox-mcp.egg-link", "nanosandbox-mcp.egg-link"},
-		{"ln -s /tmp warnings", "warnings"},
+		{"mkdir -p lib/w && ln -s lib/w warnings", "warnings"},
 		{"mkdir nanosandbox_mcp", "nanosandbox_mcp"},
 	} {
 		t.Run(tt.moved, func(t *testing.T) {
