@@ -238,6 +238,7 @@ func (c *Call) end(judge bool) []string {
 	last := g.running == 1
 	notes := append(g.pending, g.removeUntrusted()...)
 	g.pending = nil
+	stores := g.objectStores() // the trusted repositories', before any is trusted anew
 	began := time.Now()
 	// What the user had before the call, for inTrees: the rounds below
 	// trust what they judge harmless, a repository the call made in
@@ -322,6 +323,7 @@ func (c *Call) end(judge bool) []string {
 			break
 		}
 	}
+	notes = append(notes, g.checkObjects(stores)...)
 	notes = append(notes, g.checkTrees(c.trees)...)
 	if last {
 		for cand := range g.trusted {

@@ -470,7 +470,12 @@ func fileEntries(from, to string) error {
 // runGit runs git with args in dir, with env only, and returns the first
 // line of what it said on stderr; name says which run failed.
 func runGit(git, name, dir string, env []string, stdin io.Reader, stdout io.Writer, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
+	return runGitFor(indexTimeout, git, name, dir, env, stdin, stdout, args...)
+}
+
+// runGitFor is runGit, bounded by limit.
+func runGitFor(limit time.Duration, git, name, dir string, env []string, stdin io.Reader, stdout io.Writer, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	// No transport, ever: a repository a call made can be a partial
 	// clone whose promisor remote git fetches a missing object from

@@ -160,11 +160,6 @@ func (g *Guard) takeIndex(s *treeSnap) ([]byte, error) {
 	return g.treeGit(s, nil, append([]string{"ls-files", "-s", "-z", "--"}, s.paths...)...)
 }
 
-// isHex reports whether s is lower-case hexadecimal.
-func isHex(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789abcdef") == ""
-}
-
 // sameFile reports whether a and b are the same file, unchanged.
 func sameFile(a, b ident) bool {
 	return a.exists() && a.Kind == b.Kind && a.Dev == b.Dev && a.Ino == b.Ino && a.Size == b.Size && a.Mtime == b.Mtime && a.Ctime == b.Ctime
