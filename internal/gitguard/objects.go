@@ -113,23 +113,11 @@ func (g *Guard) checkStore(dir string, deadline time.Time) []string {
 			continue
 		}
 		sub := filepath.Join(dir, d)
-		if id, err := lstatIdent(sub); err != nil || !id.isDir() {
-			continue
-		}
-		names, err := readNames(sub)
-		if err != nil {
-			g.logf("git guard: objects %s: %v", sub, err)
-			continue
-		}
-		for _, n := range names {
+		for _, n := range changedIn(sub, g.since) {
 			if (len(n) != 38 && len(n) != 62) || !isHex(n) {
 				continue // not a name git looks up: a temporary file, or one moved aside
 			}
 			p := filepath.Join(sub, n)
-			id, err := lstatIdent(p)
-			if err != nil || !id.exists() || id.Ctime < g.since {
-				continue
-			}
 			why := ""
 			if time.Now().After(deadline) {
 				why = "there were too many objects written to check in time, so it was not read"
@@ -282,6 +270,31 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 		return 0, errTimeout
 	}
 	return d.r.Read(p)
+}
+
+// changedIn lists the names in the directory dir (no symlink followed to
+// it) whose ctime is at or after since, each stat'ed through the
+// directory: one lookup, not a whole path's, for each of the thousands of
+// loose objects a repository keeps before gc packs them.
+func changedIn(dir string, since int64) []string {
+	fd, err := openNoSymlinks(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	if err != nil {
+		return nil // gone, or no directory: git finds nothing in it either
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	names, _ := f.Readdirnames(maxObjectFiles)
+	var out []string
+	for _, n := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone since it was listed
+		}
+		if identOf(&st).Ctime >= since {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // readNames lists a directory's names, without following a symlink to it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -195,10 +196,16 @@ func TestEndMovesAsideSubstitutedObjects(t *testing.T) {
 		// showed what was planted (userCheckout, if nil).
 		harm func(f *fixture) bool
 		note string
+		// sha256 makes the repository with SHA-256 object names.
+		sha256 bool
 	}{
 		{name: "a loose object rewritten in place",
 			plant: func(f *fixture, oid string) { replaceLoose(f.t, f.root, oid, plantedHook(f.marker)) },
 			note:  "is a loose object that does not hold what its name says"},
+		{name: "a loose object rewritten in place, SHA-256",
+			plant:  func(f *fixture, oid string) { replaceLoose(f.t, f.root, oid, plantedHook(f.marker)) },
+			note:   "is a loose object that does not hold what its name says",
+			sha256: true},
 		{name: "a new pack listing an existing id",
 			plant: func(f *fixture, oid string) { plantPack(f.t, f.root, oid, plantedHook(f.marker)) },
 			note:  "git verify-pack found"},
@@ -211,13 +218,17 @@ func TestEndMovesAsideSubstitutedObjects(t *testing.T) {
 			},
 			note: "git commit-graph verify found"},
 	} {
+		setup := huskyRepo
+		if tt.sha256 {
+			setup = strings.Replace(setup, "git init -q -b main", "git init -q -b main --object-format=sha256", 1)
+		}
 		harm := tt.harm
 		if harm == nil {
 			harm = (*fixture).userCheckout
 		}
 		runWalks(t, tt.name, func(t *testing.T, walk bool) {
 			ctl := newFixture(t)
-			ctl.sh(huskyRepo)
+			ctl.sh(setup)
 			tt.plant(ctl, hookOid(t, ctl.root))
 			if !harm(ctl) {
 				t.Fatal("control: the planted hook did not run; the attack tests nothing")
@@ -225,7 +236,7 @@ func TestEndMovesAsideSubstitutedObjects(t *testing.T) {
 
 			f := newFixture(t)
 			f.walk = walk
-			f.sh(huskyRepo)
+			f.sh(setup)
 			oid := hookOid(t, f.root)
 			f.start()
 			c, err := f.g.Begin()
@@ -283,6 +294,7 @@ func TestCheckLoose(t *testing.T) {
 	obj := looseBytes(content)
 	raw, _ := zlibInflate(obj)
 	s1 := fmt.Sprintf("%x", sha1.Sum(raw))
+	s256 := fmt.Sprintf("%x", sha256.Sum256(raw))
 	for _, tt := range []struct {
 		name, oid string
 		data      []byte
@@ -291,6 +303,7 @@ func TestCheckLoose(t *testing.T) {
 		{"sha1, right", s1, obj, true},
 		{"sha1, other content", s1, looseBytes([]byte("planted\n")), false},
 		{"not zlib", s1, []byte("plain"), false},
+		{"sha256, right", s256, obj, true},
 		{"sha256 name, sha1 content", s1 + strings.Repeat("0", 24), obj, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,3 +326,68 @@ func zlibInflate(b []byte) ([]byte, error) {
 }
 
 func farDeadline() time.Time { return time.Now().Add(time.Minute) }
+
+// BenchmarkCheckObjects is the objects pass of one call's end alone, for
+// an ordinary repository (3,000 files in 100 directories) after an honest
+// call: a commit while every object is loose, a commit once it is packed,
+// a commit and a gc.
+func BenchmarkCheckObjects(b *testing.B) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		b.Skip("needs git")
+	}
+	sh := func(dir, script string) {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	const repo = `git init -q -b main && for d in $(seq 100); do mkdir d$d; for f in $(seq 30); do echo $d $f > d$d/f$f; done; done && git add -A && git commit -qm initial`
+	for _, tt := range []struct{ name, setup, call string }{
+		{"a commit, loose objects", "", "echo x >> d1/f1 && git commit -qam x"},
+		{"a commit, packed", "git gc -q", "echo x >> d1/f1 && git commit -qam x"},
+		{"a commit and gc", "", "echo x >> d1/f1 && git commit -qam x && git gc -q"},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			dir, _ := filepath.EvalSymlinks(b.TempDir())
+			root := filepath.Join(dir, "ws")
+			os.MkdirAll(root, 0o755)
+			sh(root, repo)
+			if tt.setup != "" {
+				sh(root, tt.setup)
+			}
+			g, err := New(Config{Roots: []Root{{Host: root}}, Git: git, Home: dir, Log: func(string) {}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			time.Sleep(1100 * time.Millisecond) // the user's, a second before the calls: Begin looks a second early
+			var end, call time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				c, err := g.Begin()
+				if err != nil {
+					b.Fatal(err)
+				}
+				t0 := time.Now()
+				sh(root, tt.call)
+				call += time.Since(t0)
+				b.StartTimer()
+				if notes := g.checkObjects(g.objectStores()); len(notes) != 0 {
+					b.Fatal(notes)
+				}
+				b.StopTimer()
+				t0 = time.Now()
+				c.End() // the pass again, with the rest of the end
+				end += time.Since(t0)
+			}
+			// For scale: the honest call itself, and the whole end.
+			b.ReportMetric(float64(call.Milliseconds())/float64(b.N), "call-ms/op")
+			b.ReportMetric(float64(end.Milliseconds())/float64(b.N), "end-ms/op")
+		})
+	}
+}
