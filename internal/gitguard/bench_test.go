@@ -2,10 +2,12 @@ package gitguard
 
 import (
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -187,4 +189,32 @@ func BenchmarkLaunchers(b *testing.B) {
 			launchers(dir, cache)
 		}
 	})
+}
+
+// BenchmarkWalkDeep is the cost of a walk per directory (ns/dir) of 5,000
+// directories at the end of a chain of directories near PATH_MAX, and of
+// as many near the root (go test -run '^$' -bench WalkDeep).
+func BenchmarkWalkDeep(b *testing.B) {
+	for _, room := range []int{4000 - 20, 40} {
+		b.Run(map[bool]string{true: "shallow", false: "deep"}[room > 1000], func(b *testing.B) {
+			root, err := filepath.EvalSymlinks(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			deep, fd := deepChain(b, root, room)
+			manyDirs(b, fd, 5000)
+			unix.Close(fd)
+			skip := func(string) bool { return false }
+			dirs := 0
+			for b.Loop() {
+				w := &walker{skip: skip, visit: func(string, int, dirState, uint8) error { return nil }}
+				if err := w.walk(root, 0); err != nil {
+					b.Fatal(err)
+				}
+				dirs = w.dirs
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(dirs), "ns/dir")
+			b.Logf("%d directories, the deepest %d levels down", dirs, strings.Count(deep, "/")-strings.Count(root, "/"))
+		})
+	}
 }

@@ -69,6 +69,20 @@ func allowRead(path string) bool {
 	return unix.Fchmodat(parent, name, uint32(st.Mode&0o7777|0o700), unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
+// allowReadAt is allowRead for the directory path names in the directory
+// open at parent (its whole path when parent is -1).
+func allowReadAt(parent int, path string) bool {
+	if parent < 0 {
+		return allowRead(path)
+	}
+	name := filepath.Base(path)
+	var st unix.Stat_t
+	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+		return false
+	}
+	return unix.Fchmodat(parent, name, uint32(st.Mode&0o7777|0o700), unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
 // allowWrite gives the owner back write and search permission on the
 // directory open at fd (from openBeneath, so reached through no symlink),
 // as on Linux (file_linux.go). It reports whether it changed anything.

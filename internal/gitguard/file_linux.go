@@ -79,6 +79,25 @@ func allowRead(path string) bool {
 	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), uint32(st.Mode&0o7777|0o700)) == nil
 }
 
+// allowReadAt is allowRead for the directory path names in the directory
+// open at parent (its whole path when parent is -1), reached through no
+// symbolic link.
+func allowReadAt(parent int, path string) bool {
+	if parent < 0 {
+		return allowRead(path)
+	}
+	fd, err := unix.Openat(parent, filepath.Base(path), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+		return false // a symbolic link is itself, not a directory
+	}
+	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), uint32(st.Mode&0o7777|0o700)) == nil
+}
+
 // allowWrite gives the owner back write and search permission on the
 // directory open at fd (an O_PATH descriptor from openBeneath, so inside
 // a root and reached through no symlink): a command can take them away so

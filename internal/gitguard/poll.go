@@ -155,8 +155,7 @@ func (p *pollFinder) walkNew(path string, rootLen int, parentFlags uint8) error 
 		p.dirs[path] = newPollDir(st, now, parentFlags, rootLen)
 		return nil
 	}}
-	w.start = time.Now()
-	return w.walkDir(path, rootLen, parentFlags)
+	return w.walkDir(-1, path, rootLen, parentFlags)
 }
 
 func newPollDir(st dirState, read int64, parentFlags uint8, rootLen int) *pollDir {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,12 +60,17 @@ func candidatesOf(dir string, flags uint8, parentFlags uint8) []candidate {
 	return out
 }
 
-// Limits on a walk, so a command that makes millions of directories costs
-// the server a refusal, not its memory or its time.
+// Limits on a walk. No clock: the end of a call walks whatever is there,
+// however long that takes, for a directory left unread is one whose
+// repositories stay live for the user's git. What a call can make, it made
+// within its own time limit, and reading a directory costs less than
+// making it (one openat of one name, one getdents: a few microseconds at
+// any depth). What remains bounds the server's memory: the directories a
+// walk visits (each costs the finders their state, and a walk's stack its
+// names); past it the walk fails.
 const (
-	maxWalkDirs  = 2_000_000
-	maxPath      = 4095 // PATH_MAX less its NUL: git cannot work in a directory named longer (getcwd fails)
-	walkDeadline = 60 * time.Second
+	maxWalkDirs = 2_000_000
+	maxPath     = 4095 // PATH_MAX less its NUL: git cannot work in a directory named longer (getcwd fails)
 )
 
 // walkDirsLimit is maxWalkDirs; tests lower it.
@@ -81,7 +85,14 @@ var errTooLarge = errors.New("too many directories")
 
 // walker visits every directory below a root that commands can reach, and
 // calls visit with its markers. It opens each directory without following a
-// symlink and never descends into a symlink.
+// symlink and never descends into a symlink: a root by its path, refusing
+// a symlink anywhere in it, and every directory below by its name in its
+// parent, open while its subdirectories are walked (openat with
+// O_NOFOLLOW, one component, as the kernel resolves a path one component
+// at a time). Opening each by its whole path made the kernel resolve
+// every component again, the cost of a directory growing with its depth
+// (hundreds of microseconds near PATH_MAX). A walk holds one descriptor
+// per level, at most maxPath/2.
 //
 // No directory is left out, not even an object store (objects/, lfs/,
 // annex/ of a git directory): a command names any directory a git directory
@@ -101,7 +112,6 @@ type walker struct {
 	opened func(path string, fd int) error
 	visit  func(path string, fd int, st dirState, parentFlags uint8) error
 	dirs   int
-	start  time.Time
 }
 
 // dirState is what reading a directory tells.
@@ -114,31 +124,27 @@ type dirState struct {
 }
 
 func (w *walker) walk(root string, parentFlags uint8) error {
-	if w.start.IsZero() {
-		w.start = time.Now()
-	}
-	return w.walkDir(root, len(root), parentFlags)
+	return w.walkDir(-1, root, len(root), parentFlags)
 }
 
-func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
+// walkDir walks the directory at path, found in the directory open at
+// parent (by its path when parent is -1).
+func (w *walker) walkDir(parent int, path string, rootLen int, parentFlags uint8) error {
 	w.dirs++
 	if w.dirs > walkDirsLimit {
 		return fmt.Errorf("%w: more than %d below the writable roots", errTooLarge, walkDirsLimit)
 	}
-	if w.dirs%1024 == 0 && time.Since(w.start) > walkDeadline {
-		return fmt.Errorf("%w: looking at them took more than %s", errTooLarge, walkDeadline)
-	}
-	f, st, err := listOne(path, rootLen, parentFlags, w.skip, w.opened)
+	f, st, err := listAt(parent, path, rootLen, parentFlags, w.skip, w.opened)
 	if f == nil {
 		return err
 	}
-	err = w.visit(path, int(f.Fd()), st, parentFlags)
-	f.Close()
-	if err != nil {
+	defer f.Close() // after the subdirectories: they are opened in it
+	fd := int(f.Fd())
+	if err := w.visit(path, fd, st, parentFlags); err != nil {
 		return err
 	}
 	for _, d := range st.kids {
-		if err := w.walkDir(path+"/"+d, rootLen, st.flags); err != nil {
+		if err := w.walkDir(fd, path+"/"+d, rootLen, st.flags); err != nil {
 			return err
 		}
 	}
@@ -150,9 +156,33 @@ func (w *walker) walkDir(path string, rootLen int, parentFlags uint8) error {
 // through it), or nil, with no error, when the directory is gone, is no
 // directory, or is not ours to read.
 func listOne(path string, rootLen int, parentFlags uint8, skip func(string) bool, opened func(string, int) error) (*os.File, dirState, error) {
-	fd, err := openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
-	if errors.Is(err, unix.EACCES) && allowRead(path) {
-		fd, err = openNoSymlinks(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	return listAt(-1, path, rootLen, parentFlags, skip, opened)
+}
+
+// openDirAt opens the directory path names: its last name in the
+// directory open at parent, refusing a symbolic link (O_NOFOLLOW), or,
+// when parent is -1, the whole path, refusing one anywhere in it.
+func openDirAt(parent int, path string) (int, error) {
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NONBLOCK | unix.O_CLOEXEC
+	if parent < 0 {
+		return openNoSymlinks(path, flags)
+	}
+	fd, err := unix.Openat(parent, filepath.Base(path), flags|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return -1, fmt.Errorf("%w: a symbolic link is in %s", errOdd, path)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("open %q: %w", path, err)
+	}
+	return fd, nil
+}
+
+// listAt is listOne for the directory path names, found in the directory
+// open at parent (openDirAt).
+func listAt(parent int, path string, rootLen int, parentFlags uint8, skip func(string) bool, opened func(string, int) error) (*os.File, dirState, error) {
+	fd, err := openDirAt(parent, path)
+	if errors.Is(err, unix.EACCES) && allowReadAt(parent, path) {
+		fd, err = openDirAt(parent, path)
 	}
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, errOdd) || errors.Is(err, unix.ENAMETOOLONG) {
