@@ -229,16 +229,48 @@ func (c *Call) end(judge bool) []string {
 		return nil
 	}
 	if err := g.refresh(); err != nil {
+		// Fail closed. The walk could not read every directory (more
+		// than the server's memory allows, or one it could not read):
+		// what it found is judged now, as at any end, in one round and
+		// with nothing trusted; what it did not reach may hold a
+		// repository this call planted, live for the user's git. So
+		// calls are refused until a walk can read it all, the next one
+		// then judges everything made since this call began (unjudged),
+		// and the user is told where not to run git meanwhile.
 		g.logf("git guard: %v", err)
 		if g.unjudged == 0 || g.since < g.unjudged {
 			g.unjudged = g.since
 		}
-		return []string{"the sandbox could not check the writable roots for git repositories after this call (" + err.Error() + "): tell the user not to run git there until it can; later calls are refused until then"}
+		stores := g.objectStores()
+		notes := g.judgeRounds(append(g.pending, g.removeUntrusted()...), false, 1)
+		g.pending = nil
+		notes = append(notes, g.checkObjects(stores)...)
+		notes = append(notes, g.checkTrees(c.trees)...)
+		return append(notes, "the sandbox could not check all of the writable roots for git repositories after this call ("+err.Error()+"); it judged the repositories it found, but where it could not look this call may have planted one that runs a program: tell the user not to run git (any git command, git status too, nor a tool that runs it: an editor, a shell prompt) in or below "+g.showRoots()+" until the directories there are fewer; later calls are refused until then")
 	}
-	last := g.running == 1
-	notes := append(g.pending, g.removeUntrusted()...)
-	g.pending = nil
 	stores := g.objectStores() // the trusted repositories', before any is trusted anew
+	notes := g.judgeRounds(append(g.pending, g.removeUntrusted()...), g.running == 1, 5)
+	g.pending = nil
+	notes = append(notes, g.checkObjects(stores)...)
+	notes = append(notes, g.checkTrees(c.trees)...)
+	return dedupe(notes)
+}
+
+// showRoots names the roots walked, as the model sees them.
+func (g *Guard) showRoots() string {
+	var out []string
+	for _, r := range g.scanRoots() {
+		out = append(out, g.show(r))
+	}
+	return strings.Join(out, ", ")
+}
+
+// judgeRounds judges every candidate that is new or changed, in up to
+// rounds rounds (what is moved aside can uncover more: a repository below
+// one moved), and returns notes with what it did added. Only when last (the
+// only call running, with a walk that read every directory) does it trust
+// what it judged harmless.
+func (g *Guard) judgeRounds(notes []string, last bool, rounds int) []string {
 	began := time.Now()
 	// What the user had before the call, for inTrees: the rounds below
 	// trust what they judge harmless, a repository the call made in
@@ -254,7 +286,7 @@ func (c *Call) end(judge bool) []string {
 		}
 		return true
 	}
-	for round := 0; round < 5; round++ {
+	for round := 0; round < rounds; round++ {
 		cur := g.resolveAll()
 		// First the git directories in other repositories' work trees:
 		// of a pair, the side the call made goes, and then the other is
@@ -316,15 +348,13 @@ func (c *Call) end(judge bool) []string {
 				g.suspect[cand] = failed
 			}
 		}
-		if !acted {
-			break
+		if !acted || rounds == 1 {
+			break // one round: a finder that failed is not asked again
 		}
 		if err := g.refresh(); err != nil {
 			break
 		}
 	}
-	notes = append(notes, g.checkObjects(stores)...)
-	notes = append(notes, g.checkTrees(c.trees)...)
 	if last {
 		for cand := range g.trusted {
 			if _, bad := g.suspect[cand]; bad {

@@ -154,8 +154,10 @@ func TestLinksInUnwritableDirectory(t *testing.T) {
 }
 
 // A call whose end cannot check the roots (too many directories) leaves
-// calls refused; once the user has removed them, what that call planted is
-// judged, not trusted as the user's: the next call is the first to see it.
+// calls refused; once the user has removed them, what that call planted
+// where the walk did not reach (zsub, made after the directories that
+// stopped it) is judged, not trusted as the user's: the next call is the
+// first to see it.
 func TestUncheckedEndIsJudgedLater(t *testing.T) {
 	defer func(n int) { walkDirsLimit = n }(walkDirsLimit)
 	walkDirsLimit = 60
@@ -164,7 +166,7 @@ func TestUncheckedEndIsJudgedLater(t *testing.T) {
 		f.walk = walk
 		f.sh(userRepo)
 		f.start()
-		notes := f.call(`git init -q sub && git -C sub config core.fsmonitor "$PWN" && ln -s "$HOME/x" .git/COMMIT_EDITMSG.x && mkdir many && cd many && mkdir $(seq 1 80)`)
+		notes := f.call(`ln -s "$HOME/x" .git/COMMIT_EDITMSG.x && mkdir many && (cd many && mkdir $(seq 1 80)) && git init -q zsub && git -C zsub config core.fsmonitor "$PWN"`)
 		if !strings.Contains(strings.Join(notes, "\n"), "could not check") {
 			t.Fatalf("walk=%v: notes %q", walk, notes)
 		}
@@ -174,10 +176,10 @@ func TestUncheckedEndIsJudgedLater(t *testing.T) {
 		os.RemoveAll(filepath.Join(f.root, "many")) // the user, told to
 		notes = f.call("")
 		all := strings.Join(notes, "\n")
-		if !strings.Contains(all, "moved sub/.git aside") || !strings.Contains(all, "removed .git/COMMIT_EDITMSG.x") {
+		if !strings.Contains(all, "moved zsub/.git aside") || !strings.Contains(all, "removed .git/COMMIT_EDITMSG.x") {
 			t.Errorf("walk=%v: notes %q", walk, notes)
 		}
-		if f.userGit("sub") {
+		if f.userGit("zsub") {
 			t.Errorf("walk=%v: the user's git ran what the unchecked call planted", walk)
 		}
 	}

@@ -77,6 +77,12 @@ func (p *pollFinder) walkAll() error {
 	for _, r := range p.roots {
 		rootLen = len(r)
 		if err := w.walk(r, 0); err != nil {
+			// What was found is kept, for the end of a call to judge
+			// (Call.End fails closed); nothing is remembered, so the
+			// next refresh walks again.
+			p.dirs = nil
+			sortCandidates(found)
+			p.found = found
 			return err
 		}
 	}

@@ -67,7 +67,8 @@ func candidatesOf(dir string, flags uint8, parentFlags uint8) []candidate {
 // making it (one openat of one name, one getdents: a few microseconds at
 // any depth). What remains bounds the server's memory: the directories a
 // walk visits (each costs the finders their state, and a walk's stack its
-// names); past it the walk fails.
+// names); past it the walk fails, and the end of the call fails closed
+// (Call.End): what the walk found is judged, and calls are refused.
 const (
 	maxWalkDirs = 2_000_000
 	maxPath     = 4095 // PATH_MAX less its NUL: git cannot work in a directory named longer (getcwd fails)
