@@ -3,7 +3,10 @@ package gitguard
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pollFinder finds the candidates without watches: it walks the roots
@@ -44,7 +47,7 @@ func (p *pollFinder) refresh() error {
 		return p.walkAll()
 	}
 	for _, r := range p.roots {
-		if err := p.check(r, len(r), 0); err != nil {
+		if err := p.check(-1, r, len(r), 0); err != nil {
 			if errors.Is(err, errTooLarge) {
 				return p.walkAll()
 			}
@@ -92,10 +95,13 @@ func (p *pollFinder) walkAll() error {
 	return nil
 }
 
-// check brings path and what is below it up to date.
-func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
+// check brings path and what is below it up to date. Path is found in
+// the directory open at parent (by its whole path when parent is -1), as
+// the walk finds it (walker): a directory deep in a tree costs no more
+// than one near the root.
+func (p *pollFinder) check(parent int, path string, rootLen int, parentFlags uint8) error {
 	d := p.dirs[path]
-	id, err := lstatIdent(path)
+	id, err := lstatAt(parent, path)
 	if err != nil {
 		return err
 	}
@@ -104,7 +110,7 @@ func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
 		if !id.isDir() {
 			return nil
 		}
-		return p.walkNew(path, rootLen, parentFlags)
+		return p.walkNew(parent, path, rootLen, parentFlags)
 	}
 	d.parentFlags = parentFlags
 	// Read again if its times moved, or if it had changed shortly before it
@@ -114,7 +120,7 @@ func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
 	// matter now.
 	if d.mtime != id.Mtime || d.ctime != id.Ctime || d.read-d.ctime < int64(settle) ||
 		withGitdir(path, d.flags, parentFlags) != d.flags {
-		f, st, err := listOne(path, rootLen, parentFlags, p.skip, nil)
+		f, st, err := listAt(parent, path, rootLen, parentFlags, p.skip, nil)
 		if f == nil {
 			if err == nil {
 				p.forget(path)
@@ -124,6 +130,11 @@ func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
 		f.Close()
 		if st.links {
 			p.links.add(path)
+		}
+		if st.id.Dev != d.dev || st.id.Ino != d.ino {
+			// Replaced between the two looks: new.
+			p.forget(path)
+			return p.walkNew(parent, path, rootLen, parentFlags)
 		}
 		old := map[string]bool{}
 		for _, k := range d.kids {
@@ -140,16 +151,58 @@ func (p *pollFinder) check(path string, rootLen int, parentFlags uint8) error {
 		}
 		*d = *newPollDir(st, time.Now().UnixNano(), parentFlags, rootLen)
 	}
+	if len(d.kids) == 0 {
+		return nil
+	}
+	// Its subdirectories are looked at in it, open without following a
+	// symbolic link; one that is not what was looked at is new.
+	fd, err := openDirAt(parent, path)
+	if errors.Is(err, unix.EACCES) && allowReadAt(parent, path) {
+		fd, err = openDirAt(parent, path)
+	}
+	if err != nil {
+		p.forget(path)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, errOdd) || errors.Is(err, unix.EACCES) {
+			return nil // gone, replaced by a symlink, or not ours (listAt)
+		}
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("fstat %q: %w", path, err)
+	}
+	if now := identOf(&st); now.Dev != d.dev || now.Ino != d.ino {
+		p.forget(path)
+		return p.walkNew(parent, path, rootLen, parentFlags)
+	}
 	for _, k := range d.kids {
-		if err := p.check(path+"/"+k, rootLen, d.flags); err != nil {
+		if err := p.check(fd, path+"/"+k, rootLen, d.flags); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// lstatAt is lstatIdent for the last name of path in the directory open
+// at parent (the whole path when parent is -1).
+func lstatAt(parent int, path string) (ident, error) {
+	if parent < 0 {
+		return lstatIdent(path)
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(parent, filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return ident{}, nil
+	}
+	if err != nil {
+		return ident{}, fmt.Errorf("lstat %q: %w", path, err)
+	}
+	return identOf(&st), nil
+}
+
 // walkNew walks a directory not seen before, remembering it.
-func (p *pollFinder) walkNew(path string, rootLen int, parentFlags uint8) error {
+func (p *pollFinder) walkNew(parent int, path string, rootLen int, parentFlags uint8) error {
 	now := time.Now().UnixNano()
 	w := &walker{skip: p.skip, visit: func(path string, _ int, st dirState, parentFlags uint8) error {
 		if len(p.dirs) >= maxPolled {
@@ -161,7 +214,7 @@ func (p *pollFinder) walkNew(path string, rootLen int, parentFlags uint8) error 
 		p.dirs[path] = newPollDir(st, now, parentFlags, rootLen)
 		return nil
 	}}
-	return w.walkDir(-1, path, rootLen, parentFlags)
+	return w.walkDir(parent, path, rootLen, parentFlags)
 }
 
 func newPollDir(st dirState, read int64, parentFlags uint8, rootLen int) *pollDir {

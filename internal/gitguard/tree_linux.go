@@ -338,14 +338,20 @@ func (t *tree) refresh() error {
 	return nil
 }
 
-// reflag reads a directory's markers again.
+// reflag reads a directory's markers again, in the directory opened once
+// refusing a symbolic link on the way (not its whole path once for each
+// marker: the kernel would resolve every component each time, and follow
+// a symbolic link swapped in on the way). A directory gone since has none.
 func (t *tree) reflag(n *node) error {
 	var flags uint8
-	for name, bit := range markers {
-		var st unix.Stat_t
-		if unix.Fstatat(unix.AT_FDCWD, n.path+"/"+name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-			flags |= bit
+	if fd, err := openNoSymlinks(n.path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC); err == nil {
+		for name, bit := range markers {
+			var st unix.Stat_t
+			if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+				flags |= bit
+			}
 		}
+		unix.Close(fd)
 	}
 	var pf uint8
 	if n.parent != nil {
