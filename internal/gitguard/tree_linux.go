@@ -308,6 +308,17 @@ func (t *tree) refresh() error {
 		return t.rebuild()
 	}
 	w := &walker{skip: t.skip, opened: t.opened, visit: t.visit}
+	// Each new directory is opened in its parent, opened once for all the
+	// directories made in it in a row (a build makes thousands in one): by
+	// their whole paths, a deep tree cost the kernel every component again
+	// for each.
+	var last *node
+	pfd := -1
+	defer func() {
+		if pfd >= 0 {
+			unix.Close(pfd)
+		}
+	}()
 	for _, r := range rescans {
 		if t.nodes[r.parent.path] != r.parent {
 			continue
@@ -316,7 +327,18 @@ func (t *tree) refresh() error {
 		if t.nodes[child] != nil || t.skip(child) {
 			continue
 		}
-		if err := w.walk(child, r.parent.flags); err != nil {
+		if r.parent != last {
+			if pfd >= 0 {
+				unix.Close(pfd)
+			}
+			last = r.parent
+			var err error
+			pfd, err = openNoSymlinks(r.parent.path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+			if err != nil {
+				pfd = -1 // gone, or a symlink now: walked by its path, as listAt judges
+			}
+		}
+		if err := w.walkDir(pfd, child, len(child), r.parent.flags); err != nil {
 			return err
 		}
 	}

@@ -161,10 +161,11 @@ func TestLargeHonestTree(t *testing.T) {
 // core.fsmonitor planted at the bottom (NANOSANDBOX_WALK_SHAPE=1; it
 // makes them first, which takes minutes).
 func TestRedTeamShape(t *testing.T) {
-	if os.Getenv("NANOSANDBOX_WALK_SHAPE") == "" {
-		t.Skip("set NANOSANDBOX_WALK_SHAPE=1")
+	modes := map[string][]bool{"1": {false, true}, "tree": {false}, "walk": {true}}[os.Getenv("NANOSANDBOX_WALK_SHAPE")]
+	if modes == nil {
+		t.Skip("set NANOSANDBOX_WALK_SHAPE=1 (or tree, or walk: one finder)")
 	}
-	for _, walk := range []bool{false, true} {
+	for _, walk := range modes {
 		f := newFixture(t)
 		f.walk = walk
 		f.sh(userRepo)
