@@ -152,14 +152,6 @@ func (w *walker) walkDir(parent int, path string, rootLen int, parentFlags uint8
 	return nil
 }
 
-// listOne opens the directory at path, whose parent has parentFlags, and
-// reads its state. The file is returned open (for a watch to be added
-// through it), or nil, with no error, when the directory is gone, is no
-// directory, or is not ours to read.
-func listOne(path string, rootLen int, parentFlags uint8, skip func(string) bool, opened func(string, int) error) (*os.File, dirState, error) {
-	return listAt(-1, path, rootLen, parentFlags, skip, opened)
-}
-
 // openDirAt opens the directory path names: its last name in the
 // directory open at parent, refusing a symbolic link (O_NOFOLLOW), or,
 // when parent is -1, the whole path, refusing one anywhere in it.
@@ -178,8 +170,11 @@ func openDirAt(parent int, path string) (int, error) {
 	return fd, nil
 }
 
-// listAt is listOne for the directory path names, found in the directory
-// open at parent (openDirAt).
+// listAt opens the directory path names, found in the directory open at
+// parent (openDirAt), whose flags are parentFlags, and reads its state.
+// The file is returned open (for a watch to be added through it), or nil,
+// with no error, when the directory is gone, is no directory, or is not
+// ours to read.
 func listAt(parent int, path string, rootLen int, parentFlags uint8, skip func(string) bool, opened func(string, int) error) (*os.File, dirState, error) {
 	fd, err := openDirAt(parent, path)
 	if errors.Is(err, unix.EACCES) && allowReadAt(parent, path) {

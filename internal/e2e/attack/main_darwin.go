@@ -50,6 +50,11 @@ func main() {
 			fmt.Printf("setup: %v\n", e)
 			os.Exit(4)
 		}
+	case "index-stat":
+		if e := indexStat(arg(1), arg(2)); e != nil {
+			fmt.Printf("setup: %v\n", e)
+			os.Exit(4)
+		}
 	case "index-splice":
 		if e := indexSplice(arg(1), arg(2), arg(3)); e != nil {
 			fmt.Printf("setup: %v\n", e)
