@@ -243,3 +243,64 @@ func BenchmarkPollDeep(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(p.dirs)), "ns/dir")
 }
+
+// BenchmarkLooseObjects is one idle call's Begin and End in a repository
+// holding 3,000 loose objects (as a busy one keeps before gc packs them),
+// none changed: what checking the object store costs when nothing is
+// there to check.
+func BenchmarkLooseObjects(b *testing.B) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		b.Skip("needs git")
+	}
+	dir, _ := filepath.EvalSymlinks(b.TempDir())
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	script := `git init -q -b main && seq 3000 | while read i; do printf 'x%s' "$i" > "f$i"; done && git add -A && git commit -q -m i && rm -f f*`
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	n := 0
+	filepath.WalkDir(filepath.Join(ws, ".git", "objects"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && len(filepath.Base(p)) == 38 {
+			n++
+		}
+		return nil
+	})
+	time.Sleep(1100 * time.Millisecond) // settled
+	for _, watch := range []bool{false, true} {
+		b.Run(map[bool]string{false: "a one-shot guard (every object stat'ed)", true: "a server's guard (Watch: the objects watched)"}[watch], func(b *testing.B) {
+			g, err := New(Config{Roots: []Root{{Host: ws}}, Git: git, Home: dir})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			if watch {
+				if err := g.Watch(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			c, err := g.Begin() // the first call's end watches them
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.End()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c, err := g.Begin()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if notes := c.End(); len(notes) > 0 {
+					b.Fatal(notes)
+				}
+			}
+			b.ReportMetric(float64(n), "loose")
+		})
+	}
+}

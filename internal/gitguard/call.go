@@ -132,7 +132,9 @@ func (g *Guard) Begin() (*Call, error) {
 	}
 	sort.Slice(call.Protect, func(i, j int) bool { return call.Protect[i].Path < call.Protect[j].Path })
 	if g.running == 0 {
-		g.since = time.Now().Add(-time.Second).UnixNano() // a second early: coarse clocks
+		g.objw.settle()
+		g.sinceMono = time.Now()
+		g.since = g.sinceMono.Add(-time.Second).UnixNano() // a second early: coarse clocks
 	}
 	g.running++
 	g.journal.begin(g.scanRoots())
@@ -952,7 +954,8 @@ func sortedKeys(m map[candidate][]element) []candidate {
 // too: the price of not trusting what nobody checked. It returns the
 // notes, each saying why it comes late (left, what was left).
 func (g *Guard) recover(since int64, left string) []string {
-	g.since = since // what the killed call may have made
+	g.since = since           // what the killed call may have made
+	g.sinceMono = time.Time{} // and the object watcher saw none of it
 	if err := g.refresh(); err != nil {
 		g.logf("git guard: %v", err)
 		return nil

@@ -129,6 +129,12 @@ type Guard struct {
 	// since is when the calls running began (a second early): what was
 	// made after it, a command may have made.
 	since int64
+	// sinceMono is when since was taken, on the monotonic clock: what
+	// the object watcher saw from then on counts as a call's.
+	sinceMono time.Time
+	// objw watches the loose objects of the trusted repositories, for a
+	// guard that watches (Watch); nil otherwise.
+	objw *objWatcher
 	// linkDirs are the directories in git directories to look in for
 	// symbolic links when a call ends, links the trusted links in them by
 	// name (links.go).
@@ -250,6 +256,9 @@ func (g *Guard) Watch() error {
 		return nil
 	}
 	g.watch = true
+	if g.objw == nil {
+		g.objw = newObjWatcher()
+	}
 	if _, ok := g.find.(*pollFinder); !ok {
 		return nil
 	}
@@ -269,6 +278,8 @@ func (g *Guard) Close() {
 	g.find.close()
 	g.journal.close()
 	g.releaseIndexes()
+	g.objw.close()
+	g.objw = nil
 }
 
 // enclosing lists the repositories that hold a root: a .git in a directory

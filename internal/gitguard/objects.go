@@ -106,30 +106,22 @@ func (g *Guard) checkStore(dir string, deadline time.Time) []string {
 	}
 	const lost = "; git now finds that object missing where it had it before (better than other content under its id): tell the user, who can fetch it again or restore it from a clone"
 	// Loose objects: objects/xx/<38 or 62 hex digits>.
-	fan, err := readNames(dir)
+	loose, err := g.looseChanged(dir)
 	if err != nil {
 		g.logf("git guard: objects %s: %v", dir, err)
 		return nil
 	}
-	for _, d := range fan {
-		if len(d) != 2 || !isHex(d) {
-			continue
+	for _, rel := range loose {
+		d, n := rel[:2], rel[3:]
+		p := filepath.Join(dir, rel)
+		why := ""
+		if time.Now().After(deadline) {
+			why = "there were too many objects written to check in time, so it was not read"
+		} else if err := checkLoose(p, d+n, deadline); err != nil {
+			why = "it is a loose object that does not hold what its name says (" + err.Error() + "): git would read that content under the id, in a checkout and in git show or diff"
 		}
-		sub := filepath.Join(dir, d)
-		for _, n := range changedIn(sub, g.since) {
-			if (len(n) != 38 && len(n) != 62) || !isHex(n) {
-				continue // not a name git looks up: a temporary file, or one moved aside
-			}
-			p := filepath.Join(sub, n)
-			why := ""
-			if time.Now().After(deadline) {
-				why = "there were too many objects written to check in time, so it was not read"
-			} else if err := checkLoose(p, d+n, deadline); err != nil {
-				why = "it is a loose object that does not hold what its name says (" + err.Error() + "): git would read that content under the id, in a checkout and in git show or diff"
-			}
-			if why != "" {
-				aside(p, why, lost)
-			}
+		if why != "" {
+			aside(p, why, lost)
 		}
 	}
 	// Packs, then what maps ids into them.
@@ -199,6 +191,33 @@ func (g *Guard) checkStore(dir string, deadline time.Time) []string {
 		}
 	}
 	return notes
+}
+
+// looseChanged lists the loose objects of the object directory dir
+// ("xx/<hex>") with a ctime at or after g.since: those the watcher
+// cannot vouch for are stat'ed.
+func (g *Guard) looseChanged(dir string) ([]string, error) {
+	if g.objw != nil {
+		if out, ok := g.objw.looseChanged(dir, g.since, g.sinceMono); ok {
+			return out, nil
+		}
+	}
+	fan, err := readNames(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range fan {
+		if len(d) != 2 || !isHex(d) {
+			continue
+		}
+		for _, n := range changedIn(filepath.Join(dir, d), g.since) {
+			if (len(n) == 38 || len(n) == 62) && isHex(n) {
+				out = append(out, d+"/"+n) // else not a name git looks up: a temporary file, or one moved aside
+			}
+		}
+	}
+	return out, nil
 }
 
 // packTimeout is how long git may take to verify the pack at path: 20 s,
