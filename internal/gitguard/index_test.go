@@ -592,3 +592,20 @@ func TestCheckIndexSplitReadEveryWay(t *testing.T) {
 		t.Errorf("judged harmless (%q, %v): a git that reads it with 2 threads writes .git/hooks/pre-commit", why, err)
 	}
 }
+
+// fileHolds finds a needle wherever it lies, across the reads' seams too.
+func TestFileHolds(t *testing.T) {
+	dir := t.TempDir()
+	for _, at := range []int{-1, 0, 1, 256<<10 - 2, 256<<10 - 1, 256 << 10, 3*(256<<10) + 5, 4*(256<<10) - 4} {
+		b := make([]byte, 4*(256<<10))
+		if at >= 0 {
+			copy(b[at:], "EOIE")
+		}
+		p := filepath.Join(dir, "f")
+		os.WriteFile(p, b, 0o644)
+		got, err := fileHolds(p, []byte("EOIE"))
+		if err != nil || got != (at >= 0) {
+			t.Errorf("at %d: %v, %v", at, got, err)
+		}
+	}
+}
