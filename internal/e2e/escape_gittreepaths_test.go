@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The user's own layout that puts code for git in the work tree: a
@@ -100,6 +101,24 @@ git stash store -m "WIP on main" $w; git read-tree HEAD`, []string{"stash pop -q
 				e := plantEnv(t)
 				setup(e)
 				s := e.serve()
+				res, _ := s.sh(t, e.expand(tt.attack))
+				if ran(e) {
+					t.Errorf("the user's git ran what the call planted\n%s", text(res))
+				}
+			})
+			// Once the repository's ref files are a second old, an idle
+			// call asks git nothing: what git said is kept with the
+			// files it read, and taken while they are as they were.
+			t.Run("server, after idle calls", func(t *testing.T) {
+				e := plantEnv(t)
+				setup(e)
+				s := e.serve()
+				time.Sleep(1100 * time.Millisecond)
+				for range 2 {
+					if res, _ := s.sh(t, "true"); strings.Contains(text(res), "git:") {
+						t.Fatalf("an idle call noted: %s", text(res))
+					}
+				}
 				res, _ := s.sh(t, e.expand(tt.attack))
 				if ran(e) {
 					t.Errorf("the user's git ran what the call planted\n%s", text(res))

@@ -135,6 +135,10 @@ type Guard struct {
 	// objw watches the loose objects of the trusted repositories, for a
 	// guard that watches (Watch); nil otherwise.
 	objw *objWatcher
+	// treeSnaps is, for each trusted repository with tree paths, what
+	// git last said of its refs and index, with the files it read then
+	// (treerefs.go): a call that finds those as they were asks git nothing.
+	treeSnaps map[candidate]*treeSnap
 	// linkDirs are the directories in git directories to look in for
 	// symbolic links when a call ends, links the trusted links in them by
 	// name (links.go).

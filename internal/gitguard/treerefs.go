@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,6 +54,83 @@ type treeSnap struct {
 	indexID       ident
 	zero          string // the null object id of its hash
 	failedAtBegin bool
+	// files are the files git read for it, as they were just before it
+	// read them (refFilesOf); nil when they cannot vouch for it.
+	files map[string]ident
+}
+
+// maxRefFiles bounds the files refFilesOf looks at: a repository with
+// more loose refs than that is asked by git at every call.
+const maxRefFiles = 4096
+
+// refFilesOf is what git reads to list gitdir's refs, HEAD, ORIG_HEAD,
+// the stash's entries and the index's: the identity of each of its files
+// (every entry below refs/ and reftable/ too, and the shared parts of a
+// split index), or nil when that cannot say the listings are as they
+// were: a linked worktree's (its refs are in the common directory), a
+// symbolic link among them, too many, or one changed within the last
+// second (a file changed twice within one tick of a coarse clock keeps
+// its times). Git writes each anew, or in place, always moving its ctime,
+// which no command can set back: the same identities mean the same
+// listings, with no run of git. The guard's own stand-ins (a commondir,
+// an empty config.worktree), as it made them, count as none.
+func (g *Guard) refFilesOf(gitdir string) map[string]ident {
+	out := map[string]ident{}
+	racy := time.Now().Add(-time.Second).UnixNano()
+	add := func(rel string) bool {
+		p := filepath.Join(gitdir, rel)
+		id, err := lstatIdent(p)
+		if id.exists() && g.ph.pristine(p, id) {
+			id = ident{} // the guard's stand-in (an empty config.worktree): none to git
+		}
+		if err != nil || id.isLink() || id.exists() && id.Ctime >= racy || len(out) >= maxRefFiles {
+			return false
+		}
+		out[rel] = id
+		return true
+	}
+	if p := filepath.Join(gitdir, "commondir"); true {
+		if id, err := lstatIdent(p); err != nil || id.exists() && !g.ph.pristine(p, id) {
+			return nil // a linked worktree's: its refs are the common directory's
+		}
+	}
+	names, err := readNames(gitdir)
+	if err != nil {
+		return nil
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "sharedindex.") && !add(n) {
+			return nil
+		}
+	}
+	for _, rel := range []string{"HEAD", "ORIG_HEAD", "packed-refs", "index", "config", "config.worktree", "logs/refs/stash", "logs/refs", "logs"} {
+		if !add(rel) {
+			return nil
+		}
+	}
+	var walk func(rel string) bool
+	walk = func(rel string) bool {
+		if !add(rel) {
+			return false
+		}
+		if !out[rel].isDir() {
+			return true
+		}
+		names, err := readNames(filepath.Join(gitdir, rel))
+		if err != nil {
+			return false
+		}
+		for _, n := range names {
+			if !walk(rel + "/" + n) {
+				return false
+			}
+		}
+		return true
+	}
+	if !walk("refs") || !walk("reftable") {
+		return nil
+	}
+	return out
 }
 
 // treePaths returns the work tree of cand and the paths in it (relative,
@@ -188,6 +266,13 @@ func (g *Guard) snapTrees(cur map[candidate][]element) []*treeSnap {
 		if gitdir == "" {
 			continue
 		}
+		files := g.refFilesOf(gitdir) // before git reads them
+		if was := g.treeSnaps[c]; files != nil && was != nil && was.gitdir == gitdir && was.tree == tree &&
+			slices.Equal(was.paths, paths) && maps.Equal(was.files, files) {
+			s := *was // what git said when they were as they are
+			out = append(out, &s)
+			continue
+		}
 		s := &treeSnap{cand: c, gitdir: gitdir, tree: tree, paths: paths}
 		var err error
 		if err = g.takeRefs(s); err == nil {
@@ -196,6 +281,14 @@ func (g *Guard) snapTrees(cur map[candidate][]element) []*treeSnap {
 		if err != nil {
 			g.logf("git guard: reading the refs of %s: %v", gitdir, err)
 			s.failedAtBegin = true
+		}
+		delete(g.treeSnaps, c)
+		if err == nil && files != nil {
+			s.files = files
+			if g.treeSnaps == nil {
+				g.treeSnaps = map[candidate]*treeSnap{}
+			}
+			g.treeSnaps[c] = s
 		}
 		out = append(out, s)
 	}
@@ -218,6 +311,9 @@ func (g *Guard) checkTrees(snaps []*treeSnap) []string {
 		if old.failedAtBegin || time.Since(began) > treeBudget {
 			notes = append(notes, fmt.Sprintf("git: the sandbox could not check whether this call's commits in %s change %s, where the user's git runs what a checkout writes: tell the user to review what the call committed or staged there before checking any of it out", old.tree, where))
 			continue
+		}
+		if old.files != nil && maps.Equal(g.refFilesOf(old.gitdir), old.files) {
+			continue // nothing git reads for the refs, the stash or the index changed
 		}
 		cur := &treeSnap{cand: old.cand, gitdir: old.gitdir, tree: old.tree, paths: old.paths}
 		if err := g.takeRefs(cur); err != nil {
