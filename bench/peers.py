@@ -458,6 +458,7 @@ class Bench:
             os.makedirs(os.path.join(repo, ".husky"), exist_ok=True)
             with open(os.path.join(repo, ".husky", "pre-commit"), "w") as f:
                 f.write("#!/bin/sh\nexit 0\n")
+            os.chmod(os.path.join(repo, ".husky", "pre-commit"), 0o755)
             for i in range(3000):
                 with open(os.path.join(repo, "f%d.txt" % i), "w") as f:
                     f.write("x%d\n" % i)

@@ -73,26 +73,12 @@ func TestEscapeGitObjectSubstituted(t *testing.T) {
 			t.Errorf("the user's git ran the planted hook\nstderr: %q", stderr)
 		}
 	})
-	t.Run("mcp", func(t *testing.T) {
-		e := plantEnv(t)
-		e.huskyRepo()
-		s := e.serve()
-		res, out := s.sh(t, e.expand(substituteHook))
-		if out.ExitCode != 0 {
-			t.Fatalf("the substitution failed inside: %s", text(res))
-		}
-		if !strings.Contains(text(res), note) {
-			t.Errorf("no note of the object moved aside: %s", text(res))
-		}
-		if e.userChecksOut() {
-			t.Errorf("the user's git ran the planted hook\nresult: %s", text(res))
-		}
-	})
-	// A server watches the loose objects once a call has ended, and
-	// then stats only those an event touched: the substitution after
-	// idle calls, and one written through a hard link an earlier call
+	// Over MCP: in the first call; and, since a server watches the loose
+	// objects once a call has ended and then stats only those an event
+	// touched, after idle calls, and through a hard link an earlier call
 	// made in the git directory (the object's directory sees nothing of it).
 	for _, tt := range []struct{ name, before, plant string }{
+		{"mcp", "", substituteHook},
 		{"mcp, after calls that watch the objects", "true", substituteHook},
 		{"mcp, through a hard link an earlier call made", `oid=$(git rev-parse HEAD:.husky/pre-commit) && ln .git/objects/$(echo $oid | cut -c1-2)/$(echo $oid | cut -c3-) .git/objects/pack/tmp_pack_l`,
 			`p=$(printf '#!/bin/sh\n%s\n' "$PWN" | git hash-object -w --stdin) && chmod u+w .git/objects/pack/tmp_pack_l && cat .git/objects/$(echo $p | cut -c1-2)/$(echo $p | cut -c3-) > .git/objects/pack/tmp_pack_l && rm .git/objects/pack/tmp_pack_l`},
@@ -101,7 +87,7 @@ func TestEscapeGitObjectSubstituted(t *testing.T) {
 			e := plantEnv(t)
 			e.huskyRepo()
 			s := e.serve()
-			for range 2 {
+			for i := 0; i < 2 && tt.before != ""; i++ {
 				if res, out := s.sh(t, e.expand(tt.before)); out.ExitCode != 0 || strings.Contains(text(res), "git:") {
 					t.Fatalf("%s: %s", tt.before, text(res))
 				}
