@@ -1,7 +1,6 @@
 package gitguard
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,7 +234,7 @@ func otherObjects(f *fixture, p string, n int) []string {
 		return nil
 	})
 	if len(out) < n {
-		f.t.Fatal(fmt.Sprintf("fewer than %d other loose objects", n))
+		f.t.Fatalf("fewer than %d other loose objects", n)
 	}
 	return out
 }
