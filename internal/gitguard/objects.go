@@ -348,7 +348,18 @@ func readNames(dir string) ([]string, error) {
 		}
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), dir)
+	defer unix.Close(fd)
+	return namesAt(fd)
+}
+
+// namesAt lists the directory open at fd, through a descriptor of its own
+// (fd's offset is left alone), at most maxObjectFiles names.
+func namesAt(fd int) ([]string, error) {
+	dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dfd), ".")
 	defer f.Close()
 	names, err := f.Readdirnames(maxObjectFiles)
 	if errors.Is(err, io.EOF) {

@@ -2,8 +2,6 @@ package gitguard
 
 import (
 	"errors"
-	"io"
-	"os"
 	"strconv"
 	"time"
 	"unsafe"
@@ -66,6 +64,7 @@ type objWatcher struct {
 	overflowAt time.Time // the last read that found the queue had overflowed
 	files      int       // object watches held
 	fsOK       map[uint64]bool
+	buf        []byte // for reading events
 }
 
 // watchState is one watched inode's.
@@ -124,7 +123,10 @@ func (w *objWatcher) settle() {
 
 // drain reads every event queued.
 func (w *objWatcher) drain() {
-	buf := make([]byte, 64<<10)
+	if w.buf == nil {
+		w.buf = make([]byte, 64<<10)
+	}
+	buf := w.buf
 	for {
 		n, err := unix.Read(w.fd, buf)
 		if err != nil || n <= 0 {
@@ -457,19 +459,4 @@ func (w *objWatcher) forget(s *watchState) {
 		delete(w.wds, s.wd)
 	}
 	s.gone = true
-}
-
-// namesAt lists the directory open at fd, through a descriptor of its own.
-func namesAt(fd int) ([]string, error) {
-	dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(dfd), ".")
-	defer f.Close()
-	names, err := f.Readdirnames(maxObjectFiles)
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	return names, err
 }

@@ -89,10 +89,9 @@ func (g *Guard) refFilesOf(gitdir string) map[string]ident {
 		out[rel] = id
 		return true
 	}
-	if p := filepath.Join(gitdir, "commondir"); true {
-		if id, err := lstatIdent(p); err != nil || id.exists() && !g.ph.pristine(p, id) {
-			return nil // a linked worktree's: its refs are the common directory's
-		}
+	common := filepath.Join(gitdir, "commondir")
+	if id, err := lstatIdent(common); err != nil || id.exists() && !g.ph.pristine(common, id) {
+		return nil // a linked worktree's: its refs are the common directory's
 	}
 	names, err := readNames(gitdir)
 	if err != nil {
@@ -103,7 +102,7 @@ func (g *Guard) refFilesOf(gitdir string) map[string]ident {
 			return nil
 		}
 	}
-	for _, rel := range []string{"HEAD", "ORIG_HEAD", "packed-refs", "index", "config", "config.worktree", "logs/refs/stash", "logs/refs", "logs"} {
+	for _, rel := range []string{"HEAD", "ORIG_HEAD", "packed-refs", "index", "config", "config.worktree", "logs/refs/stash"} {
 		if !add(rel) {
 			return nil
 		}
