@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,7 +140,7 @@ type staticPlan struct {
 // planStatic computes the steps calls share.
 func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 	var sp staticPlan
-	fsys := &recordFS{fsInfo: host, seen: map[fsQuery]bool{}}
+	fsys := &recordFS{fsInfo: host}
 	var regions []region
 	aliases, once := findAliases(p, fsys)
 
@@ -530,49 +531,86 @@ func (r fsRecord) changed(fsys fsInfo) bool {
 // cheaper than asking for each.
 const minListed = 4
 
-// recordFS is an fsInfo that records what it answered, once per query.
+// recordFS is an fsInfo that records what it answered, once per query,
+// and answers a query asked again from its record without asking the
+// host. Planning walks every credential path from / (its home, its
+// .config, ... are asked again for each), so this saves most of its
+// system calls; and the plan is then a function of exactly the answers
+// recorded, as current assumes, even where the host changed between two
+// askings of one query.
 type recordFS struct {
 	fsInfo
-	seen    map[fsQuery]bool
+	seen    map[fsQuery]int // index in answers
 	answers fsRecord
 }
 
-func (r *recordFS) Lstat(path string) (exists, dir, symlink bool) {
-	exists, dir, symlink = r.fsInfo.Lstat(path)
-	if q := (fsQuery{path: path, kind: queryStat}); !r.seen[q] {
-		r.seen[q] = true
-		r.answers = append(r.answers, fsAnswer{fsQuery: q, stat: [3]bool{exists, dir, symlink}})
+// recorded returns the answer to q, if q was asked.
+func (r *recordFS) recorded(q fsQuery) (fsAnswer, bool) {
+	if r.seen == nil {
+		r.seen = map[fsQuery]int{}
 	}
+	i, ok := r.seen[q]
+	if !ok {
+		return fsAnswer{}, false
+	}
+	return r.answers[i], true
+}
+
+func (r *recordFS) record(a fsAnswer) {
+	r.seen[a.fsQuery] = len(r.answers)
+	r.answers = append(r.answers, a)
+}
+
+func (r *recordFS) Lstat(path string) (exists, dir, symlink bool) {
+	q := fsQuery{path: path, kind: queryStat}
+	if a, ok := r.recorded(q); ok {
+		return a.stat[0], a.stat[1], a.stat[2]
+	}
+	exists, dir, symlink = r.fsInfo.Lstat(path)
+	r.record(fsAnswer{fsQuery: q, stat: [3]bool{exists, dir, symlink}})
 	return exists, dir, symlink
 }
 
 func (r *recordFS) ReadDir(path string) []string {
-	names := r.fsInfo.ReadDir(path)
-	if q := (fsQuery{path: path, kind: queryList}); !r.seen[q] {
-		r.seen[q] = true
-		r.answers = append(r.answers, fsAnswer{fsQuery: q, names: names})
+	q := fsQuery{path: path, kind: queryList}
+	if a, ok := r.recorded(q); ok {
+		return slices.Clone(a.names) // the caller's to sort or cut
 	}
+	names := r.fsInfo.ReadDir(path)
+	r.record(fsAnswer{fsQuery: q, names: slices.Clone(names)})
 	return names
 }
 
 func (r *recordFS) Readlink(path string) (string, error) {
+	q := fsQuery{path: path, kind: queryLink}
+	if a, ok := r.recorded(q); ok {
+		if a.link == "" {
+			return "", errNoTarget
+		}
+		return a.link, nil
+	}
 	target, err := r.fsInfo.Readlink(path)
 	if err != nil {
 		target = "" // recorded as no target: an error
 	}
-	if q := (fsQuery{path: path, kind: queryLink}); !r.seen[q] {
-		r.seen[q] = true
-		r.answers = append(r.answers, fsAnswer{fsQuery: q, link: target})
+	r.record(fsAnswer{fsQuery: q, link: target})
+	if target == "" {
+		return "", errNoTarget
 	}
-	return target, err
+	return target, nil
 }
 
+// errNoTarget is recordFS's Readlink error: whatever the host's was, the
+// record keeps only that there was no target.
+var errNoTarget = errors.New("no link target")
+
 func (r *recordFS) Owner(path string) int {
-	uid := r.fsInfo.Owner(path)
-	if q := (fsQuery{path: path, kind: queryOwner}); !r.seen[q] {
-		r.seen[q] = true
-		r.answers = append(r.answers, fsAnswer{fsQuery: q, owner: uid})
+	q := fsQuery{path: path, kind: queryOwner}
+	if a, ok := r.recorded(q); ok {
+		return a.owner
 	}
+	uid := r.fsInfo.Owner(path)
+	r.record(fsAnswer{fsQuery: q, owner: uid})
 	return uid
 }
 
