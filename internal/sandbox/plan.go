@@ -663,10 +663,26 @@ func findAliases(p *policy.Policy, fsys fsInfo) (aliases map[string][]alias, onc
 	if p.Home != "" {
 		paths = append(paths, p.Home)
 	}
-	for _, h := range homeDirs(p, fsys) {
-		paths = append(paths, policy.HomeCredentials(h, listIn(fsys, h))...)
+	// Of the credentials, only those there at their own path: the masks
+	// ask where else those show; one reached through a link is asked
+	// where it leads, when it is masked; a missing one shows nowhere.
+	// (The walks are the masks' own, recorded: they give the same answers.)
+	there := func(c string) bool {
+		real, ok := resolveHost(fsys, c)
+		return ok && real == c
 	}
-	paths = append(paths, policy.SystemSecrets...)
+	for _, h := range homeDirs(p, fsys) {
+		for _, c := range policy.HomeCredentials(h, listIn(fsys, h)) {
+			if there(c) {
+				paths = append(paths, c)
+			}
+		}
+	}
+	for _, s := range policy.SystemSecrets {
+		if there(s) {
+			paths = append(paths, s)
+		}
+	}
 	if p.StateDir != "" {
 		paths = append(paths, p.StateDir)
 	}
