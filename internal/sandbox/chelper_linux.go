@@ -109,7 +109,7 @@ var cHelperFile = sync.OnceValue(func() *os.File {
 	if blob == nil {
 		return nil
 	}
-	f, err := sealedMemfd("nanosandbox-mcp: sandbox", blob)
+	f, err := cstage.SealedMemfd("nanosandbox-mcp: sandbox", blob)
 	if err != nil {
 		return nil
 	}

@@ -55,7 +55,7 @@ type cStageRun struct {
 // ended and what it reported.
 func runCStage(t *testing.T, blob, block []byte) cStageRun {
 	t.Helper()
-	mem, err := sealedMemfd("cstage-test", blob)
+	mem, err := cstage.SealedMemfd("cstage-test", blob)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestCStageSetupErrors(t *testing.T) {
 
 // TestSealedMemfd checks that the stage's memfd cannot be changed.
 func TestSealedMemfd(t *testing.T) {
-	f, err := sealedMemfd("test", []byte("\x7fELF something"))
+	f, err := cstage.SealedMemfd("test", []byte("\x7fELF something"))
 	if err != nil {
 		t.Fatal(err)
 	}
