@@ -9,8 +9,13 @@
 // src/sys.h; [HelperBlob]; HELPER-PLAN.md), which the sandbox runs instead
 // of its Go helper wherever both blobs were built.
 //
-// It imports only the standard library; the sandbox package encodes the
-// stage's instructions and decodes its reports (cstage_linux.go).
+// build.sh builds a third program too, for the git guard: src/limit.c
+// ([LimitBlob]) sets the bounds on a run of git and becomes git, where the
+// guard ran /bin/sh's ulimit before.
+//
+// It imports only the standard library and golang.org/x/sys/unix (for
+// [SealedMemfd]); the sandbox package encodes the stage's instructions and
+// decodes its reports (cstage_linux.go).
 package cstage
 
 import "embed"
@@ -18,6 +23,10 @@ import "embed"
 // Protocol is the version of the instruction block and the reports; stage.c
 // says the same in NSB_PROTOCOL, and refuses a block of another.
 const Protocol = 1
+
+// LimitProtocol is the version of limit.c's arguments; limit.c says the
+// same in NSB_LIMIT_PROTOCOL.
+const LimitProtocol = 1
 
 // HelperProtocol is the version of the helper's block and reports;
 // helper.c says the same in NSB_HELPER_PROTOCOL.
@@ -61,6 +70,23 @@ func HelperName(goarch string) string {
 // nil when none was built.
 func HelperBlob(goarch string) []byte {
 	b, err := bin.ReadFile("bin/" + HelperName(goarch))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// LimitName is the file name of the git guard's bounds program built for
+// goarch from this limit.c and sys.h: limit-linux-GOARCH-HASH, HASH as
+// Name's, of "nsb-limit protocol N\n", sys.h and limit.c.
+func LimitName(goarch string) string {
+	return "limit-linux-" + goarch + "-" + limitSum
+}
+
+// LimitBlob returns the bounds program built for goarch from this source,
+// or nil when none was built.
+func LimitBlob(goarch string) []byte {
+	b, err := bin.ReadFile("bin/" + LimitName(goarch))
 	if err != nil {
 		return nil
 	}

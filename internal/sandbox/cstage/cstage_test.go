@@ -36,6 +36,9 @@ func TestSums(t *testing.T) {
 	if got := sourceSum(t, "chelper", HelperProtocol, "src/helper.c"); got != helperSum {
 		t.Errorf("helper.c and sys.h hash to %s, sums.go says %s: run build.sh and commit sums.go", got, helperSum)
 	}
+	if got := sourceSum(t, "limit", LimitProtocol, "src/limit.c"); got != limitSum {
+		t.Errorf("limit.c and sys.h hash to %s, sums.go says %s: run build.sh and commit sums.go", got, limitSum)
+	}
 }
 
 // TestProtocol checks that stage.c and the Go side agree on the protocol
@@ -62,5 +65,16 @@ func TestProtocol(t *testing.T) {
 	}
 	if name := HelperName("arm64"); !regexp.MustCompile(`^helper-linux-arm64-[0-9a-f]{16}$`).MatchString(name) {
 		t.Errorf("helper blob name %q", name)
+	}
+	limitSource, err := os.ReadFile("src/limit.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = regexp.MustCompile(`(?m)^#define NSB_LIMIT_PROTOCOL (\d+)$`).FindSubmatch(limitSource)
+	if m == nil || string(m[1]) != strconv.Itoa(LimitProtocol) {
+		t.Errorf("limit.c says protocol %q, cstage.LimitProtocol is %d", m, LimitProtocol)
+	}
+	if name := LimitName("amd64"); !regexp.MustCompile(`^limit-linux-amd64-[0-9a-f]{16}$`).MatchString(name) {
+		t.Errorf("limit blob name %q", name)
 	}
 }

@@ -3,8 +3,10 @@
 package cstage
 
 // The first 16 hex digits of the hashes in the blobs' names (Name,
-// HelperName), of the sources as they were when build.sh last ran.
+// HelperName, LimitName), of the sources as they were when build.sh last
+// ran.
 const (
 	stageSum  = "e192a49d39aea8fa"
 	helperSum = "1170804e538a7586"
+	limitSum  = "68fa3df4020dc76e"
 )
