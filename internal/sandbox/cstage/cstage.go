@@ -47,14 +47,19 @@ func Name(goarch string) string {
 	return "stage-linux-" + goarch + "-" + stageSum
 }
 
-// Blob returns the stage built for goarch from this stage.c, or nil when
-// none was built (or only one from another stage.c: never used).
-func Blob(goarch string) []byte {
-	b, err := bin.ReadFile("bin/" + Name(goarch))
+// built returns the embedded blob named name, or nil.
+func built(name string) []byte {
+	b, err := bin.ReadFile("bin/" + name)
 	if err != nil {
 		return nil
 	}
 	return b
+}
+
+// Blob returns the stage built for goarch from this stage.c, or nil when
+// none was built (or only one from another stage.c: never used).
+func Blob(goarch string) []byte {
+	return built(Name(goarch))
 }
 
 // HelperName is the file name of the helper in C built for goarch from
@@ -69,11 +74,7 @@ func HelperName(goarch string) string {
 // HelperBlob returns the helper in C built for goarch from this source, or
 // nil when none was built.
 func HelperBlob(goarch string) []byte {
-	b, err := bin.ReadFile("bin/" + HelperName(goarch))
-	if err != nil {
-		return nil
-	}
-	return b
+	return built(HelperName(goarch))
 }
 
 // LimitName is the file name of the git guard's bounds program built for
@@ -86,9 +87,5 @@ func LimitName(goarch string) string {
 // LimitBlob returns the bounds program built for goarch from this source,
 // or nil when none was built.
 func LimitBlob(goarch string) []byte {
-	b, err := bin.ReadFile("bin/" + LimitName(goarch))
-	if err != nil {
-		return nil
-	}
-	return b
+	return built(LimitName(goarch))
 }
