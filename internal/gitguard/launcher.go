@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -709,11 +710,13 @@ func packageRisk(b []byte) string {
 // npmrcKey is a line of an .npmrc that sets a key this reader knows, in
 // the one plain spelling it reads: anything else (a section, a quoted or
 // escaped key, an array key) is a key it does not know.
-var npmrcKey = regexp.MustCompile(`^[ \t]*([a-z][a-z0-9-]*)[ \t]*=`)
+// Compiled at first use, not at every start of the binary (a one-shot
+// command reads no .npmrc).
+var npmrcKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[ \t]*([a-z][a-z0-9-]*)[ \t]*=`) })
 
 // npmrcLines splits an .npmrc as npm's reader (ini) does: at every run of
 // CRs and LFs, a lone CR too.
-var npmrcLines = regexp.MustCompile("[\r\n]+")
+var npmrcLines = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("[\r\n]+") })
 
 // plainNpmKeys are npm settings that run nothing and lead nowhere: they
 // change how npm resolves and writes a project's dependencies, or what it
@@ -733,7 +736,7 @@ var plainNpmKeys = map[string]bool{
 // in lowercase letters, digits and dashes is taken for a risk, so that
 // this reader can err only toward moving aside.
 func npmrcRisk(b []byte) string {
-	for _, line := range npmrcLines.Split(string(b), -1) {
+	for _, line := range npmrcLines().Split(string(b), -1) {
 		l := strings.TrimSpace(strings.TrimPrefix(line, "\ufeff"))
 		if strings.ContainsFunc(l, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
 			return "holds a control character in a line, which npm's reader may take apart otherwise than this one"
@@ -741,7 +744,7 @@ func npmrcRisk(b []byte) string {
 		if l == "" || l[0] == ';' || l[0] == '#' {
 			continue
 		}
-		m := npmrcKey.FindStringSubmatch(l)
+		m := npmrcKey().FindStringSubmatch(l)
 		if m == nil {
 			return "holds a line that is not a plain setting (" + quoteName(trimTo(l, 60)) + "), which npm reads when npx -y nanosandbox-mcp starts there"
 		}
