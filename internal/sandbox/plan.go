@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/nanosandbox/nanosandbox-mcp/internal/gitguard"
@@ -135,6 +136,9 @@ type staticPlan struct {
 	// credentials existed, which homes /home held): the plan holds as
 	// long as the host answers the same (current).
 	seen fsRecord
+	// check is how seen is checked, worked out from seen once, at the
+	// first call that checks it: every later call only asks.
+	check *lazyCheck
 }
 
 // planStatic computes the steps calls share.
@@ -375,6 +379,7 @@ func planStatic(p *policy.Policy, host fsInfo) staticPlan {
 	}
 	sortOps(sp.ops)
 	sp.seen = fsys.answers
+	sp.check = &lazyCheck{}
 	return sp
 }
 
@@ -430,7 +435,7 @@ func ownedAbove(p *policy.Policy, ops []mountOp, path string) bool {
 // of each home (and per link on the way, with its target) and one listing
 // of /home; a changed mount table is the caller's to see (mountWatch).
 func (sp *staticPlan) current(p *policy.Policy, fsys fsInfo) *staticPlan {
-	if !sp.seen.changed(fsys) {
+	if !sp.changed(fsys) {
 		return sp
 	}
 	n := planStatic(p, fsys)
@@ -477,30 +482,93 @@ type fsRecord []fsAnswer
 // listing tells nothing (it is also what a directory that cannot be read
 // gives, whose names may still be reached): each is asked then.
 func (r fsRecord) changed(fsys fsInfo) bool {
-	absent := map[string][]string{} // directory -> names answered missing
-	for _, a := range r {
+	how := r.checkPlan()
+	return r.changedBy(&how, fsys)
+}
+
+// changed says whether the host answers sp.seen differently now.
+func (sp *staticPlan) changed(fsys fsInfo) bool {
+	if sp.check == nil { // a plan made by hand, in tests
+		return sp.seen.changed(fsys)
+	}
+	sp.check.once.Do(func() { sp.check.how = sp.seen.checkPlan() })
+	return sp.seen.changedBy(&sp.check.how, fsys)
+}
+
+// lazyCheck holds a plan's recordCheck, made once.
+type lazyCheck struct {
+	once sync.Once
+	how  recordCheck
+}
+
+// recordCheck is how a record is checked, a function of the record alone:
+// the directories listed instead of asking each of their missing names,
+// and which answers each listing covers.
+type recordCheck struct {
+	lists []absentIn
+	// in holds, for each answer of the record, the index in lists of the
+	// listing that covers it, or -1.
+	in []int32
+}
+
+// absentIn is a directory and the names the record says are missing
+// there.
+type absentIn struct {
+	dir   string
+	names []string
+}
+
+// checkPlan works out how r is checked (changed says why).
+func (r fsRecord) checkPlan() recordCheck {
+	byDir := map[string][]int{} // directory -> answers of names missing there
+	var dirs []string
+	for i, a := range r {
 		if a.kind == queryStat && a.stat == [3]bool{} {
 			d := filepath.Dir(a.path)
-			absent[d] = append(absent[d], a.path)
+			if byDir[d] == nil {
+				dirs = append(dirs, d)
+			}
+			byDir[d] = append(byDir[d], i)
 		}
 	}
-	listed := map[string]bool{} // paths answered by a listing
-	for d, paths := range absent {
-		if len(paths) < minListed {
+	how := recordCheck{in: make([]int32, len(r))}
+	for i := range how.in {
+		how.in[i] = -1
+	}
+	for _, d := range dirs {
+		answers := byDir[d]
+		if len(answers) < minListed {
 			continue
 		}
-		names := fsys.ReadDir(d)
-		if len(names) == 0 {
-			continue
+		l := absentIn{dir: d}
+		for _, i := range answers {
+			l.names = append(l.names, filepath.Base(r[i].path))
+			how.in[i] = int32(len(how.lists))
 		}
-		for _, p := range paths {
-			if slices.Contains(names, filepath.Base(p)) {
+		how.lists = append(how.lists, l)
+	}
+	return how
+}
+
+// changedBy is changed, checked as how says (how is r's checkPlan).
+func (r fsRecord) changedBy(how *recordCheck, fsys fsInfo) bool {
+	// listed[i] says that the listing how.lists[i] answered for its names;
+	// an empty listing tells nothing, and its names are asked one by one.
+	var listedBuf [64]bool
+	listed := listedBuf[:0]
+	if len(how.lists) > len(listedBuf) {
+		listed = make([]bool, 0, len(how.lists))
+	}
+	for _, l := range how.lists {
+		names := fsys.ReadDir(l.dir)
+		for _, n := range l.names {
+			if slices.Contains(names, n) {
 				return true
 			}
-			listed[p] = true
 		}
+		listed = append(listed, len(names) != 0)
 	}
-	for _, a := range r {
+	for i, a := range r {
 		switch a.kind {
 		case queryList:
 			if !slices.Equal(fsys.ReadDir(a.path), a.names) {
@@ -515,7 +583,7 @@ func (r fsRecord) changed(fsys fsInfo) bool {
 				return true
 			}
 		default:
-			if listed[a.path] {
+			if l := how.in[i]; l >= 0 && listed[l] {
 				continue
 			}
 			exists, dir, symlink := fsys.Lstat(a.path)
