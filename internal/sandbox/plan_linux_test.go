@@ -159,7 +159,8 @@ func (c *countFS) ReadDir(p string) []string {
 // TestCheckByListing: the per-call check answers the missing credential
 // paths of a directory with one listing of it, yet sees any of them made
 // since, one at a time; where the listing is empty (a directory that can
-// be searched, not read), each is asked.
+// be searched, not read), each is asked. Both ways are tried: the record's
+// check worked out at each call, and the plan's, kept from its first.
 func TestCheckByListing(t *testing.T) {
 	home := t.TempDir()
 	ws := filepath.Join(home, "ws")
@@ -202,12 +203,20 @@ func TestCheckByListing(t *testing.T) {
 		if u := (&countFS{unlisted: filepath.Dir(m)}); !sp.seen.changed(u) {
 			t.Errorf("%s made, its directory unreadable: no change seen", m)
 		}
+		// As a server's calls check it: the plan's own check, worked out
+		// once (at the first of these) and kept.
+		if !sp.changed(hostFS{}) {
+			t.Errorf("%s made: the plan's kept check saw no change", m)
+		}
+		if u := (&countFS{unlisted: filepath.Dir(m)}); !sp.changed(u) {
+			t.Errorf("%s made, its directory unreadable: the plan's kept check saw no change", m)
+		}
 		os.Remove(m)
 	}
 	if tried < 20 {
 		t.Errorf("only %d missing credential paths tried", tried)
 	}
-	if sp.seen.changed(hostFS{}) {
+	if sp.seen.changed(hostFS{}) || sp.changed(hostFS{}) {
 		t.Error("changed after every one was undone")
 	}
 }
