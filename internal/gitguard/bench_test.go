@@ -305,3 +305,58 @@ func BenchmarkLooseObjects(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRepoCall is an idle call's Begin and End in the repository of
+// bench/peers.py's repository row: husky's tracked core.hooksPath and
+// 3,000 committed files, so 3,000 loose objects, watched by a server's
+// guard. It is the guard's share of that row's CPU per call, without the
+// sandbox around it.
+func BenchmarkRepoCall(b *testing.B) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		b.Skip("needs git")
+	}
+	dir, _ := filepath.EvalSymlinks(b.TempDir())
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, ".husky"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".husky", "pre-commit"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 3000; i++ {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprintf("x%d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cmd := exec.Command("sh", "-c", `git init -q -b main && git config core.hooksPath .husky && git config gc.auto 0 && git add -A && git commit -q -m files`)
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	time.Sleep(1100 * time.Millisecond) // settled
+	g, err := New(Config{Roots: []Root{{Host: ws}}, Git: git, Home: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Watch(); err != nil {
+		b.Fatal(err)
+	}
+	c, err := g.Begin() // the first call's end watches the objects
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.End()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := g.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if notes := c.End(); len(notes) > 0 {
+			b.Fatal(notes)
+		}
+	}
+}

@@ -65,6 +65,10 @@ type objWatcher struct {
 	files      int       // object watches held
 	fsOK       map[uint64]bool
 	buf        []byte // for reading events
+	// gen counts what can make a watch's state say less: a watch added,
+	// an event read on one, a watch gone, the queue overflowing. A store
+	// found clean (storeWatch.cleanGen) stays so while gen has not moved.
+	gen uint64
 }
 
 // watchState is one watched inode's.
@@ -80,6 +84,15 @@ type watchState struct {
 type storeWatch struct {
 	dir  *watchState
 	fans map[string]*fanWatch
+	// cleanGen and cleanSince: at the watcher's generation cleanGen, every
+	// watch of the store (its directory, its fan-out directories, each
+	// object's) was found valid for calls that began at cleanSince, and
+	// every object watched. valid compares times only, so while nothing
+	// moved gen every one of them is still valid for calls that began at
+	// or after cleanSince: the end of such a call need not visit them.
+	// cleanGen 0: not found clean.
+	cleanGen   uint64
+	cleanSince time.Time
 }
 
 type fanWatch struct {
@@ -146,6 +159,7 @@ func (w *objWatcher) drain() {
 			b = b[end:]
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
 				w.overflowAt = now
+				w.gen++
 				continue
 			}
 			s := w.wds[ev.Wd]
@@ -153,6 +167,7 @@ func (w *objWatcher) drain() {
 				continue
 			}
 			s.event = now
+			w.gen++
 			if ev.Mask&unix.IN_IGNORED != 0 {
 				s.gone = true
 				delete(w.wds, ev.Wd)
@@ -184,6 +199,7 @@ func (w *objWatcher) watch(fd int, mask uint32, st *unix.Stat_t) *watchState {
 	// watch was removed.
 	s = &watchState{wd: int32(wd), added: time.Now(), dev: st.Dev, ino: st.Ino}
 	w.wds[int32(wd)] = s
+	w.gen++
 	return s
 }
 
@@ -282,6 +298,10 @@ func (w *objWatcher) looseChanged(dir string, since int64, sinceMono time.Time) 
 		w.ref(sw.dir, false)
 		w.stores[dir] = sw
 	}
+	if sw.cleanGen == w.gen && !sinceMono.Before(sw.cleanSince) && !sinceMono.IsZero() {
+		return nil, true // nothing moved since every watch here was found valid
+	}
+	gen, clean := w.gen, true
 	fans := make([]string, 0, len(sw.fans))
 	if w.valid(sw.dir, sinceMono) {
 		for f := range sw.fans {
@@ -307,17 +327,22 @@ func (w *objWatcher) looseChanged(dir string, since int64, sinceMono time.Time) 
 		}
 	}
 	for _, f := range fans {
-		got, ok := w.fanChanged(sw, ofd, f, since, sinceMono)
+		got, all, ok := w.fanChanged(sw, ofd, f, since, sinceMono)
 		if !ok {
 			return nil, false
 		}
+		clean = clean && all
 		out = append(out, got...)
+	}
+	if clean && len(out) == 0 && w.gen == gen && w.valid(sw.dir, sinceMono) {
+		sw.cleanGen, sw.cleanSince = gen, sinceMono
 	}
 	return out, true
 }
 
-// fanChanged is looseChanged for one fan-out directory.
-func (w *objWatcher) fanChanged(sw *storeWatch, ofd int, fan string, since int64, sinceMono time.Time) ([]string, bool) {
+// fanChanged is looseChanged for one fan-out directory; valid says its
+// watch and every object's in it were valid, so nothing was stat'ed.
+func (w *objWatcher) fanChanged(sw *storeWatch, ofd int, fan string, since int64, sinceMono time.Time) (out []string, valid, ok bool) {
 	fw := sw.fans[fan]
 	var fd int
 	var err error
@@ -335,13 +360,13 @@ func (w *objWatcher) fanChanged(sw *storeWatch, ofd int, fan string, since int64
 			}
 		}
 		if len(todo) == 0 {
-			return nil, true
+			return nil, true, true
 		}
 		if !open() {
-			return nil, false
+			return nil, false, false
 		}
 		defer unix.Close(fd)
-		return w.statNames(fw, fd, fan, todo, since), true
+		return w.statNames(fw, fd, fan, todo, since), false, true
 	}
 	if !open() {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
@@ -349,14 +374,14 @@ func (w *objWatcher) fanChanged(sw *storeWatch, ofd int, fan string, since int64
 				w.dropFan(fw)
 				delete(sw.fans, fan)
 			}
-			return nil, true // git looks up no object below a symlink or a file either
+			return nil, false, true // git looks up no object below a symlink or a file either
 		}
-		return nil, false
+		return nil, false, false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil {
-		return nil, false
+		return nil, false, false
 	}
 	ds := w.watch(fd, objDirMask, &st)
 	if fw == nil || fw.dir != ds {
@@ -371,7 +396,7 @@ func (w *objWatcher) fanChanged(sw *storeWatch, ofd int, fan string, since int64
 	// event.
 	names, err := namesAt(fd)
 	if err != nil {
-		return nil, false
+		return nil, false, false
 	}
 	seen := map[string]bool{}
 	var todo []string
@@ -390,7 +415,7 @@ func (w *objWatcher) fanChanged(sw *storeWatch, ofd int, fan string, since int64
 			delete(fw.names, n)
 		}
 	}
-	return w.statNames(fw, fd, fan, todo, since), true
+	return w.statNames(fw, fd, fan, todo, since), false, true
 }
 
 // statNames stats each name in the fan-out directory open at fd, lists
@@ -459,4 +484,5 @@ func (w *objWatcher) forget(s *watchState) {
 		delete(w.wds, s.wd)
 	}
 	s.gone = true
+	w.gen++
 }
