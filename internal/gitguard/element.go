@@ -119,6 +119,16 @@ type resolver struct {
 	// follow says whether the guard may read at path, a place a
 	// redirection leads to: in the roots, or a read-only grant. Nil: no.
 	follow func(path string) bool
+	// gitdirOnce, set by resolve around the two readers of one git
+	// directory's listing, keeps the first's for the second.
+	gitdirOnce *gitdirListing
+}
+
+// gitdirListing is a git directory's listing, and its identity when read.
+type gitdirListing struct {
+	path string
+	id   ident
+	all  []dirEntry // nil: not read yet
 }
 
 // resolve returns the elements of c, in a stable order: its entry, its git
@@ -402,7 +412,14 @@ func (r *resolver) resolve(c candidate) []element {
 		out = append(out, opStateDir(filepath.Join(gitdir, name)))
 	}
 	out = append(out, rerereRecord(filepath.Join(gitdir, "MERGE_RR")))
+	// The index's shared parts and the stray entries come from one
+	// listing of the git directory, taken for the first and kept for the
+	// second while the directory's identity holds: as if both were listed
+	// at once. (The guard's stand-ins move its times at every call, so the
+	// listing cache, which waits for a second of settling, rarely holds.)
+	r.gitdirOnce = &gitdirListing{path: gitdir}
 	out = append(out, r.indexElement(gitdir), r.strayEntries(gitdir))
+	r.gitdirOnce = nil
 	out = append(out, r.alternatesFile(filepath.Join(common, "objects", "info", "alternates")))
 	out = append(out, r.replaceRefs(common), historyFile(filepath.Join(common, "info", "grafts")),
 		historyFile(filepath.Join(common, "shallow")), rrCache(filepath.Join(common, "rr-cache")))

@@ -110,7 +110,13 @@ func (r *resolver) gitdirEntries(gitdir string, keep func(string) bool) ([]dirEn
 	id.Size = 0
 	key := gitdir + "\x00listing"
 	var all []dirEntry
-	if c, ok := r.dirs[key]; ok && c.id == id && time.Now().UnixNano()-id.Ctime > int64(time.Second) {
+	once := r.gitdirOnce
+	if once != nil && once.path != gitdir {
+		once = nil
+	}
+	if once != nil && once.all != nil && once.id == id {
+		all = once.all
+	} else if c, ok := r.dirs[key]; ok && c.id == id && time.Now().UnixNano()-id.Ctime > int64(time.Second) {
 		all = c.ents
 	} else {
 		l, lid, err := listDir(gitdir, maxGitdirEntries)
@@ -125,6 +131,9 @@ func (r *resolver) gitdirEntries(gitdir string, keep func(string) bool) ([]dirEn
 	}
 	if r.dirs != nil {
 		r.used[key] = true
+	}
+	if once != nil {
+		once.id, once.all = id, all
 	}
 	var ents []dirEntry
 	for _, en := range all {
