@@ -201,14 +201,19 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		if len(command) == 0 {
 			return fail(stderr, &usageError{msg: "no command after --", hint: "name the command to run: " + name + " --workspace DIR -- CMD [ARG...]"})
 		}
-		// One command, one goroutine at a time: nothing in this process
-		// computes in parallel (the git guard's walk, the waits and the
-		// relays are system calls, which run beside it all the same), and
-		// a second processor only makes the runtime wake idle threads to
-		// look for work: about 0.25 ms of a 10 ms -- true (bench/README.md).
-		runtime.GOMAXPROCS(1)
 	} else if len(f.set.Args()) > 0 {
 		return fail(stderr, &usageError{msg: fmt.Sprintf("unexpected argument %q", f.set.Args()[0]), hint: "to run one command, put it after --: " + name + " --workspace DIR -- CMD [ARG...]"})
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		// One goroutine at a time, one command or a server: nothing in
+		// this process computes in parallel (the git guard's walks, the
+		// waits and the relays are system calls, which run beside it all
+		// the same; the sandboxes are other processes), and a second
+		// processor only makes the runtime wake idle threads to look for
+		// work: about 0.25 ms of a 10 ms -- true, 0.8 ms of a server's
+		// 7.4 ms paced call (bench/README.md). Whoever sets GOMAXPROCS
+		// has chosen.
+		runtime.GOMAXPROCS(1)
 	}
 	if f.json && !f.check {
 		return fail(stderr, &usageError{msg: "--json goes with --check", hint: "run " + name + " --check --json [--workspace DIR]"})
