@@ -210,9 +210,9 @@ func Main(ctx context.Context, version string, args []string, stdin io.Reader, s
 		// waits and the relays are system calls, which run beside it all
 		// the same; the sandboxes are other processes), and a second
 		// processor only makes the runtime wake idle threads to look for
-		// work: about 0.25 ms of a 10 ms -- true, 0.8 ms of a server's
-		// 7.4 ms paced call (bench/README.md). Whoever sets GOMAXPROCS
-		// has chosen.
+		// work: about 0.25 ms of a 10 ms -- true, 1.6 ms of a server's
+		// 7.75 ms paced call (bench/README.md, "The server on one
+		// processor"). Whoever sets GOMAXPROCS has chosen.
 		runtime.GOMAXPROCS(1)
 	}
 	if f.json && !f.check {
